@@ -1,0 +1,139 @@
+// harness._C: converts and forwards to the core; no policy lives here.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <string>
+
+#include "harness/harness.h"
+
+namespace py = pybind11;
+
+namespace {
+
+// Times fn(*args, **kwargs) from a C++ loop: no Python bytecode of ours runs
+// between the two clock reads.
+struct CallLoop {
+  py::object fn;
+  py::tuple args;
+  py::dict kwargs;
+
+  int64_t operator()(int64_t number) const {
+    PyObject* f = fn.ptr();
+    PyObject* a = args.ptr();
+    PyObject* k = kwargs.size() ? kwargs.ptr() : nullptr;
+    const bool no_args = PyTuple_GET_SIZE(a) == 0 && k == nullptr;
+    const int64_t t0 = harness::now_ns();
+    for (int64_t i = 0; i < number; ++i) {
+      PyObject* r = no_args ? PyObject_CallNoArgs(f) : PyObject_Call(f, a, k);
+      if (r == nullptr) throw py::error_already_set();
+      Py_DECREF(r);
+    }
+    return harness::now_ns() - t0;
+  }
+};
+
+// A native sampler exported by a generated C++ statement module.
+using NativeSamplerFn = int64_t (*)(int64_t);
+constexpr const char* kSamplerCapsule = "harness.sampler";
+
+harness::Sampler to_sampler(const py::object& obj) {
+  if (py::isinstance<CallLoop>(obj)) {
+    const CallLoop* loop = obj.cast<const CallLoop*>();
+    return [loop](int64_t n) { return (*loop)(n); };
+  }
+  if (PyCapsule_CheckExact(obj.ptr()) && PyCapsule_IsValid(obj.ptr(), kSamplerCapsule)) {
+    auto fn = reinterpret_cast<NativeSamplerFn>(PyCapsule_GetPointer(obj.ptr(), kSamplerCapsule));
+    return [fn](int64_t n) { return fn(n); };
+  }
+  if (!PyCallable_Check(obj.ptr())) {
+    throw py::type_error("sampler must be callable(number) -> elapsed ns");
+  }
+  return [obj](int64_t n) { return obj(n).cast<int64_t>(); };
+}
+
+harness::BlockCallback to_callback(const py::object& cb) {
+  if (cb.is_none()) return nullptr;
+  return [cb](int64_t number, int64_t ns) { cb(number, ns); };
+}
+
+py::tuple blocks_tuple(const harness::Blocks& b) {
+  return py::make_tuple(b.number_per_run, b.raw_ns);
+}
+
+py::dict stats_dict(const harness::Stats& s) {
+  py::dict d;
+  d["n"] = s.n;
+  d["min"] = s.min;
+  d["max"] = s.max;
+  d["mean"] = s.mean;
+  d["stddev"] = s.stddev;
+  d["p25"] = s.p25;
+  d["median"] = s.median;
+  d["p75"] = s.p75;
+  d["iqr"] = s.iqr();
+  return d;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "harness C++ timing core";
+  py::register_exception<harness::invalid_argument>(m, "InvalidArgument", PyExc_ValueError);
+
+  m.def("now_ns", &harness::now_ns, "Monotonic clock, ns.");
+  m.def("clock_resolution_ns", &harness::clock_resolution_ns);
+  m.def("clock_read_cost_ns", &harness::clock_read_cost_ns, py::arg("reads") = 10000);
+  m.def("empty_loop_cost_ns", &harness::empty_loop_cost_ns, py::arg("iterations") = 10'000'000,
+        "Per-iteration ns of the C++ loop with an empty body.");
+  m.def("compute_stats", [](std::vector<double> xs) { return stats_dict(harness::compute_stats(std::move(xs))); });
+  m.def("quantile", [](std::vector<double> xs, double q) {
+    std::sort(xs.begin(), xs.end());
+    return harness::quantile_sorted(xs, q);
+  });
+
+  py::class_<CallLoop>(m, "CallLoop")
+      .def(py::init([](py::object fn, py::tuple args, py::dict kwargs) {
+             if (!PyCallable_Check(fn.ptr())) throw py::type_error("fn must be callable");
+             return CallLoop{std::move(fn), std::move(args), std::move(kwargs)};
+           }),
+           py::arg("fn"), py::arg("args") = py::tuple(), py::arg("kwargs") = py::dict())
+      .def("__call__", &CallLoop::operator(), py::arg("number"),
+           "Run fn number times from C++; return elapsed ns.");
+
+  m.def(
+      "fixed_blocks",
+      [](const py::object& sampler, int64_t number, int64_t repeats) {
+        return blocks_tuple(harness::fixed_blocks(to_sampler(sampler), number, repeats));
+      },
+      py::arg("sampler"), py::arg("number"), py::arg("repeats") = 1);
+  m.def(
+      "estimate_block_size",
+      [](const py::object& sampler, double min_block_s) {
+        return harness::estimate_block_size(to_sampler(sampler), min_block_s * 1e9);
+      },
+      py::arg("sampler"), py::arg("min_block_s"));
+  m.def(
+      "blocked_autorange",
+      [](const py::object& sampler, double min_run_time_s, const py::object& callback) {
+        return blocks_tuple(
+            harness::blocked_autorange(to_sampler(sampler), min_run_time_s * 1e9, to_callback(callback)));
+      },
+      py::arg("sampler"), py::arg("min_run_time_s"), py::arg("callback") = py::none());
+  m.def(
+      "adaptive_autorange",
+      [](const py::object& sampler, double threshold, double min_run_time_s, double max_run_time_s,
+         const py::object& callback) {
+        return blocks_tuple(harness::adaptive_autorange(to_sampler(sampler), threshold, min_run_time_s * 1e9,
+                                                        max_run_time_s * 1e9, to_callback(callback)));
+      },
+      py::arg("sampler"), py::arg("threshold"), py::arg("min_run_time_s"), py::arg("max_run_time_s"),
+      py::arg("callback") = py::none());
+
+  auto cg = m.def_submodule("callgrind", "Callgrind region markers (no-ops outside valgrind).");
+  cg.def("running_on_valgrind", &harness::callgrind::running_on_valgrind);
+  cg.def("region_begin", &harness::callgrind::region_begin);
+  cg.def("region_end", &harness::callgrind::region_end);
+  cg.def("zero_stats", &harness::callgrind::zero_stats);
+  cg.def("dump_stats", [](const std::string& reason) { harness::callgrind::dump_stats(reason.c_str()); });
+}

@@ -1,0 +1,29 @@
+"""Errors that harness reports to users as one clear message, without a traceback."""
+
+from __future__ import annotations
+
+
+class HarnessError(Exception):
+    """Base of every error harness expects users to see.
+
+    The CLI prints ``str(error)`` and exits with ``exit_code``; Python callers
+    get the exception with the original error chained as ``__cause__``.
+    """
+
+    exit_code = 2
+
+
+class UsageError(HarnessError, ValueError):
+    """An argument or input is invalid (what, where, how to fix)."""
+
+
+class StatementError(HarnessError):
+    """A user statement failed to compile or raised while running."""
+
+    exit_code = 1
+
+
+class BuildError(HarnessError):
+    """Building native code failed."""
+
+    exit_code = 1

@@ -1,0 +1,52 @@
+"""Runs Tasks: each kind of task has one runner function; failures become failed results."""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable, Iterable, Iterator
+
+from .errors import HarnessError
+from .result import TaskResult
+from .task import Task
+
+DEFAULT_MIN_RUN_TIME = 0.2
+
+
+def run_timer_task(task: Task, min_run_time: float) -> TaskResult:
+    from .timer import Timer
+
+    p = task.params
+    timer = Timer(
+        stmt=p["stmt"],
+        setup=p.get("setup", "pass"),
+        global_setup=p.get("global_setup", ""),
+        label=p.get("label"),
+        sub_label=p.get("sub_label"),
+        description=p.get("description"),
+        num_threads=p.get("num_threads", 1),
+        language=p.get("language", "python"),
+        batch_setup=p.get("batch_setup"),
+    )
+    m = timer.blocked_autorange(min_run_time=p.get("min_run_time") or min_run_time)
+    return TaskResult(task=task, status="ok", unit="s", samples=m.times, number_per_run=m.number_per_run)
+
+
+RUNNERS: dict[str, Callable[[Task, float], TaskResult]] = {"timer": run_timer_task}
+
+
+def run_task(task: Task, min_run_time: float = DEFAULT_MIN_RUN_TIME) -> TaskResult:
+    runner = RUNNERS.get(task.kind)
+    if runner is None:
+        return TaskResult(task=task, status="failed", error=f"no runner for task kind {task.kind!r}")
+    try:
+        return runner(task, min_run_time)
+    except HarnessError as exc:
+        return TaskResult(task=task, status="failed", error=str(exc))
+    except Exception as exc:  # a benchmark's own bug must not stop the run
+        tb = "".join(traceback.format_exception(exc))
+        return TaskResult(task=task, status="failed", error=f"{type(exc).__name__}: {exc}\n{tb}")
+
+
+def run_tasks(tasks: Iterable[Task], min_run_time: float = DEFAULT_MIN_RUN_TIME) -> Iterator[TaskResult]:
+    for task in tasks:
+        yield run_task(task, min_run_time)

@@ -1,0 +1,61 @@
+"""Task: one concrete, runnable benchmark, the output of expanding a definition.
+
+Tasks are plain data (JSON-able params) so they can be sent to worker
+processes and written into run records; their names are stable so `-k`
+patterns and comparisons across runs keep matching.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import re
+from collections.abc import Mapping
+from typing import Any
+
+
+@dataclasses.dataclass(frozen=True)
+class Task:
+    suite: str
+    name: str  # unique within the suite, e.g. "add[threads=2]"
+    kind: str  # which runner executes it: "timer", ...
+    params: Mapping[str, Any]
+    mode: str = "wall"  # "wall" or "instructions"
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.suite}/{self.name}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"suite": self.suite, "name": self.name, "kind": self.kind, "params": dict(self.params), "mode": self.mode}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Task:
+        return cls(data["suite"], data["name"], data["kind"], dict(data["params"]), data.get("mode", "wall"))
+
+
+def matches(task: Task, pattern: str | None) -> bool:
+    """pytest-style -k: a substring, or a glob when it has wildcards; `a or b`, `not a` work."""
+    if not pattern:
+        return True
+    name = task.full_name
+
+    def term(t: str) -> bool:
+        t = t.strip()
+        if any(c in t for c in "*?["):
+            return fnmatch.fnmatchcase(name, t) or fnmatch.fnmatchcase(task.name, t)
+        return t in name
+
+    alternatives = re.split(r"\s+or\s+", pattern.strip())
+    for alt in alternatives:
+        parts = re.split(r"\s+and\s+", alt)
+        ok = True
+        for part in parts:
+            part = part.strip()
+            if part.startswith("not "):
+                ok = ok and not term(part[4:])
+            else:
+                ok = ok and term(part)
+        if ok:
+            return True
+    return False
