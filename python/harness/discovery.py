@@ -72,4 +72,6 @@ def select_suites(root: Path, names: list[str]) -> list[Suite]:
     unknown = [n for n in names if n not in files]
     if unknown:
         raise UsageError(f"unknown suite {', '.join(map(repr, unknown))}; available: {', '.join(sorted(files))}")
-    return [load_suite(n, files[n]) for n in (names or sorted(files))]
+    if names:
+        return [load_suite(n, files[n]) for n in names]
+    return [s for s in (load_suite(n, files[n]) for n in sorted(files)) if s.default]

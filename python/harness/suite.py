@@ -58,9 +58,12 @@ class TimerDefinition:
 class Suite:
     """Holds definitions; ``tasks()`` expands them, checking names are unique."""
 
-    def __init__(self, name: str | None = None, description: str = "") -> None:
+    def __init__(self, name: str | None = None, description: str = "", default: bool = True) -> None:
         self.name = name
         self.description = description
+        # Suites that take many minutes (compile time under callgrind, model
+        # decoding) set default=False: `bench` with no names skips them.
+        self.default = default
         self.definitions: list[Any] = []
 
     def add(self, definition: Any) -> Any:
