@@ -34,6 +34,17 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--path", help="directory holding the suites (default: ./benchmarks)")
     bench.add_argument("--output", "-o", help="write the run record to FILE (.json)")
     bench.add_argument("--min-run-time", type=float, default=0.2, help="seconds per benchmark (default 0.2)")
+    bench.add_argument(
+        "--jobs", "-j", type=int, default=1,
+        help="worker processes (default 1; more than one distorts wall-time measurements)",
+    )
+    bench.add_argument(
+        "--timeout", type=float, default=600.0, help="seconds before a hung task is killed (default 600)"
+    )
+    bench.add_argument(
+        "--in-process", action="store_true",
+        help="run tasks in this process (no crash isolation or timeouts; for debugging)",
+    )
 
     cache = sub.add_parser("cache", help="inspect or clear the per-user cache")
     cache.add_argument("action", choices=["info", "clear"])
@@ -66,26 +77,50 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     from . import environment
     from .records import RunRecord
-    from .runner import run_task
     from .table import print_results
 
     if not args.min_run_time > 0:
         raise UsageError(f"--min-run-time must be > 0, got {args.min_run_time}")
+    if args.jobs < 1:
+        raise UsageError(f"--jobs must be >= 1, got {args.jobs}")
+    if not args.timeout > 0:
+        raise UsageError(f"--timeout must be > 0, got {args.timeout}")
     if args.output and Path(args.output).suffix not in (".json",):
         raise UsageError(f"--output {args.output}: use a .json file name")
     tasks = _tasks(args)
     env = environment.collect()
     console = Console(stderr=True)
+    if args.jobs > 1 and any(t.mode == "wall" for t in tasks):
+        console.print(
+            f"[yellow]warning:[/yellow] --jobs {args.jobs} runs wall-time benchmarks concurrently; "
+            "they compete for cores and caches, so their times are distorted"
+        )
     results = []
+    interrupted = False
     with Progress(
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
         console=console, transient=True,
     ) as progress:
         bar = progress.add_task("benchmarking", total=len(tasks))
-        for task in tasks:
-            progress.update(bar, description=task.full_name)
-            results.append(run_task(task, args.min_run_time))
-            progress.advance(bar)
+
+        def done(result) -> None:
+            results.append(result)
+            progress.update(bar, advance=1, description=result.task.full_name)
+
+        try:
+            if args.in_process:
+                from .runner import run_task
+
+                for task in tasks:
+                    done(run_task(task, args.min_run_time))
+            else:
+                from .pool import WorkerPool
+
+                WorkerPool(jobs=args.jobs, timeout=args.timeout).run(tasks, args.min_run_time, on_result=done)
+        except KeyboardInterrupt:
+            interrupted = True
+    order = {t.full_name: i for i, t in enumerate(tasks)}
+    results.sort(key=lambda r: order.get(r.task.full_name, len(order)))
     print_results(results)
     failed = [r for r in results if not r.ok]
     for r in failed:
@@ -93,6 +128,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.output:
         RunRecord(environment=env, results=results).save(args.output)
         console.print(f"run record written to {args.output}")
+    if interrupted:
+        console.print(f"harness: interrupted; kept {len(results)} of {len(tasks)} results")
+        return 130
     return 1 if failed else 0
 
 

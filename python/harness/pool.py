@@ -1,0 +1,264 @@
+"""WorkerPool: runs Tasks in worker processes with per-task timeouts and crash isolation.
+
+Each slot owns one worker process (``harness.worker``), started once and
+reused for many tasks, so start-up (``import torch``; under valgrind, much
+more) is paid per worker, not per task. A task that crashes its worker or
+exceeds its timeout becomes a failed TaskResult carrying the worker's stderr,
+and the slot starts a fresh worker for the next task. Ctrl-C kills every
+worker and re-raises; results already delivered are the caller's to keep.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import queue
+import selectors
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+
+from .result import TaskResult
+from .task import Task
+
+DEFAULT_TIMEOUT = 600.0
+STDERR_TAIL_BYTES = 8192
+_PYTHONPATH = str(Path(__file__).resolve().parents[1])
+
+
+class WorkerDied(Exception):
+    pass
+
+
+class Worker:
+    """One worker process and its pipes."""
+
+    def __init__(self, prefix: Sequence[str] = (), env: dict[str, str] | None = None, start_timeout: float = 600.0):
+        read_fd, write_fd = os.pipe()
+        full_env = dict(os.environ)
+        # The worker must import this same harness, installed or from source.
+        full_env["PYTHONPATH"] = os.pathsep.join(filter(None, [_PYTHONPATH, full_env.get("PYTHONPATH")]))
+        full_env.update(env or {})
+        self.proc = subprocess.Popen(
+            [*prefix, sys.executable, "-m", "harness.worker", "--result-fd", str(write_fd)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            pass_fds=(write_fd,),
+            env=full_env,
+            start_new_session=True,  # its own process group: Ctrl-C is ours to handle
+        )
+        os.close(write_fd)
+        self._results = os.fdopen(read_fd, "r", encoding="utf-8")
+        self._stderr: collections.deque[bytes] = collections.deque()
+        self._stderr_lock = threading.Lock()
+        self._stderr_thread = threading.Thread(target=self._drain_stderr, daemon=True)
+        self._stderr_thread.start()
+        self._receive(start_timeout, what="start")
+
+    def _drain_stderr(self) -> None:
+        assert self.proc.stderr is not None
+        for chunk in iter(lambda: self.proc.stderr.read1(4096), b""):  # type: ignore[union-attr]
+            with self._stderr_lock:
+                self._stderr.append(chunk)
+                while sum(map(len, self._stderr)) > STDERR_TAIL_BYTES and len(self._stderr) > 1:
+                    self._stderr.popleft()
+
+    def take_stderr(self) -> str:
+        with self._stderr_lock:
+            data = b"".join(self._stderr)
+            self._stderr.clear()
+        return data.decode("utf-8", "replace")[-STDERR_TAIL_BYTES:]
+
+    def _receive(self, timeout: float, what: str) -> dict:
+        sel = selectors.DefaultSelector()
+        sel.register(self._results, selectors.EVENT_READ)
+        try:
+            if not sel.select(timeout):
+                raise TimeoutError(what)
+        finally:
+            sel.close()
+        line = self._results.readline()
+        if not line:
+            raise WorkerDied(self._death_reason())
+        return json.loads(line)
+
+    def _death_reason(self) -> str:
+        try:
+            code = self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            return "worker closed its result pipe but did not exit"
+        if code < 0:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = f"signal {-code}"
+            return f"worker crashed with {name}"
+        return f"worker exited with status {code}"
+
+    def run(self, task: Task, min_run_time: float, timeout: float) -> TaskResult:
+        assert self.proc.stdin is not None
+        request = {"task": task.to_json(), "min_run_time": min_run_time}
+        self.take_stderr()
+        try:
+            self.proc.stdin.write((json.dumps(request) + "\n").encode())
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            raise WorkerDied(self._death_reason()) from None
+        return TaskResult.from_json(self._receive(timeout, what="task")["result"])
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.proc.wait()
+        self._results.close()
+        self._stderr_thread.join(timeout=2)  # so take_stderr() sees the dying words
+
+    def close(self) -> None:
+        if self.proc.poll() is None and self.proc.stdin is not None:
+            try:
+                self.proc.stdin.write(b'{"op": "exit"}\n')
+                self.proc.stdin.close()
+                self.proc.wait(timeout=30)
+            except (BrokenPipeError, subprocess.TimeoutExpired):
+                pass
+        self.kill()
+
+
+class WorkerPool:
+    """Run tasks on ``jobs`` workers; ``prefix`` wraps the worker command (e.g. valgrind)."""
+
+    def __init__(
+        self,
+        jobs: int = 1,
+        prefix: Sequence[str] = (),
+        env: dict[str, str] | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        start_timeout: float = 600.0,
+    ) -> None:
+        self.jobs = max(1, jobs)
+        self.prefix = list(prefix)
+        self.env = env
+        self.timeout = timeout
+        self.start_timeout = start_timeout
+        self._workers: list[Worker] = []
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+
+    def _start_worker(self) -> Worker:
+        worker = Worker(self.prefix, self.env, self.start_timeout)
+        with self._lock:
+            self._workers.append(worker)
+        return worker
+
+    def _drop(self, worker: Worker) -> None:
+        worker.kill()
+        with self._lock:
+            if worker in self._workers:
+                self._workers.remove(worker)
+
+    def _run_one(self, worker: Worker | None, task: Task, min_run_time: float) -> tuple[Worker | None, TaskResult]:
+        try:
+            if worker is None:
+                worker = self._start_worker()
+        except (TimeoutError, WorkerDied, OSError) as exc:
+            return None, TaskResult(task=task, status="failed", error=f"could not start a worker: {exc}")
+        try:
+            return worker, worker.run(task, min_run_time, task.params.get("timeout") or self.timeout)
+        except TimeoutError:
+            self._drop(worker)
+            stderr = worker.take_stderr()
+            timeout = task.params.get("timeout") or self.timeout
+            return None, TaskResult(task=task, status="failed", error=_with_stderr(f"timed out after {timeout:g} s; the task was killed", stderr))
+        except WorkerDied as exc:
+            self._drop(worker)
+            if self._stopping.is_set():
+                raise KeyboardInterrupt from None
+            return None, TaskResult(task=task, status="failed", error=_with_stderr(str(exc), worker.take_stderr()))
+
+    def run(
+        self,
+        tasks: Iterable[Task],
+        min_run_time: float,
+        on_result: Callable[[TaskResult], None] | None = None,
+    ) -> list[TaskResult]:
+        """Run every task; results come back in task order (and to ``on_result`` as they finish)."""
+        tasks = list(tasks)
+        todo: queue.Queue[tuple[int, Task]] = queue.Queue()
+        for item in enumerate(tasks):
+            todo.put(item)
+        results: list[TaskResult | None] = [None] * len(tasks)
+        done: queue.Queue[tuple[int, TaskResult] | BaseException] = queue.Queue()
+
+        def slot() -> None:
+            worker: Worker | None = None
+            try:
+                while not self._stopping.is_set():
+                    try:
+                        index, task = todo.get_nowait()
+                    except queue.Empty:
+                        break
+                    worker, result = self._run_one(worker, task, min_run_time)
+                    done.put((index, result))
+            except BaseException as exc:  # noqa: BLE001 - handed to the main thread
+                done.put(exc)
+            finally:
+                if worker is not None:
+                    worker.close()
+
+        threads = [threading.Thread(target=slot, daemon=True) for _ in range(min(self.jobs, len(tasks)))]
+        for t in threads:
+            t.start()
+        try:
+            received = 0
+            while received < len(tasks):
+                try:
+                    item = done.get(timeout=0.2)
+                except queue.Empty:
+                    if not any(t.is_alive() for t in threads) and done.empty():
+                        break
+                    continue
+                if isinstance(item, BaseException):
+                    raise item
+                index, result = item
+                results[index] = result
+                received += 1
+                if on_result is not None:
+                    on_result(result)
+        except BaseException:
+            self.shutdown()
+            raise
+        for t in threads:
+            t.join()
+        return [r for r in results if r is not None]
+
+    def shutdown(self) -> None:
+        """Kill every worker now (Ctrl-C)."""
+        self._stopping.set()
+        with self._lock:
+            workers = list(self._workers)
+        for w in workers:
+            w.kill()
+
+
+def _with_stderr(message: str, stderr: str) -> str:
+    stderr = stderr.strip()
+    return f"{message}\n--- worker stderr (last {STDERR_TAIL_BYTES} bytes) ---\n{stderr}" if stderr else message
+
+
+def run_in_workers(
+    tasks: Iterable[Task],
+    min_run_time: float,
+    jobs: int = 1,
+    timeout: float = DEFAULT_TIMEOUT,
+    on_result: Callable[[TaskResult], None] | None = None,
+) -> list[TaskResult]:
+    return WorkerPool(jobs=jobs, timeout=timeout).run(tasks, min_run_time, on_result)
+
