@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
@@ -77,7 +76,9 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument("--top", type=int, default=10, help="functions shown per benchmark with --symbols")
 
     report = sub.add_parser("report", help="write a self-contained HTML report of one or more runs")
-    report.add_argument("runs", nargs="+", metavar="RUN", help="run records, oldest first")
+    report.add_argument(
+        "runs", nargs="+", metavar="RUN", help="run records (.json, .jsonl, .csv); shown in order of start time"
+    )
     report.add_argument("--output", "-o", default="report.html", help="HTML file to write (default report.html)")
 
     cache = sub.add_parser("cache", help="inspect or clear the per-user cache")
@@ -111,7 +112,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     from . import environment
     from .noise import check_noise, warning_block
-    from .records import RunRecord, format_for
+    from .records import RunRecord, check_writable
     from .table import print_results
 
     if not args.min_run_time > 0:
@@ -121,7 +122,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if not args.timeout > 0:
         raise UsageError(f"--timeout must be > 0, got {args.timeout}")
     if args.output:
-        format_for(args.output).preflight(Path(args.output))
+        check_writable(args.output)
     tasks = _tasks(args)
     env = environment.collect()
     console = Console(stderr=True)

@@ -108,10 +108,11 @@ def against_targets(
     ax.set_yticklabels(labels)
     ax.invert_yaxis()
     ax.set_xlabel(xlabel)
-    ax.set_xlim(left=0)
+    right = max([*actual, *(t for t in target if t is not None), *(p for p in peak if p is not None), 0.0])
+    ax.set_xlim(0, right * 1.05 or 1.0)
     ax.grid(axis="x", alpha=0.3)
     ax.set_axisbelow(True)
-    ax.legend(frameon=False, loc="lower right")
+    ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return _svg(fig)
 
 

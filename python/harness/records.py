@@ -40,7 +40,26 @@ class RunRecord:
 
     def save(self, path: str | os.PathLike[str]) -> bool:
         """Write in the format of ``path``'s suffix; True when appended to an existing file."""
-        return format_for(path).write(self, Path(path))
+        fmt = format_for(path)
+        try:
+            return fmt.write(self, Path(path))
+        except OSError as exc:
+            raise UsageError(f"{path}: cannot write run record: {exc.strerror or exc}") from None
+
+
+def check_writable(path: str | os.PathLike[str]) -> None:
+    """Before a run: fail now, not after minutes of measuring, if ``path`` cannot take a record."""
+    p = Path(path)
+    fmt = format_for(p)
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"{p}: cannot create its directory: {exc.strerror or exc}") from None
+    if p.is_dir():
+        raise UsageError(f"{p}: is a directory; give a file name for the run record")
+    if not os.access(p.parent, os.W_OK):
+        raise UsageError(f"{p}: directory {p.parent} is not writable")
+    fmt.preflight(p)
 
 
 def check_version(data: Any, where: str) -> None:

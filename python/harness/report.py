@@ -25,6 +25,7 @@ from pathlib import Path
 
 from . import __version__, plots
 from .atomic import atomic_write_text
+from .errors import UsageError
 from .measurement import select_unit
 from .records import RunRecord, load_runs
 from .result import NOISY_IQR_FRACTION, TaskResult
@@ -321,7 +322,8 @@ def _history_section(runs: Sequence[tuple[str, RunRecord]]) -> str | None:
                     cells.append('<td class="num"></td>')
                 else:
                     flag = f' <span class="flag">! {r.relative_iqr:.0%}</span>' if r.noisy else ""
-                    cells.append(f'<td class="num" data-sort="{r.value!r}">{_e(format_value(r.value, unit))}{flag}</td>')
+                    text = format_value(r.value, unit) if unit in ("s", "instructions") else f"{r.value:.4g}"
+                    cells.append(f'<td class="num" data-sort="{r.value!r}">{_e(text)}{flag}</td>')
             rows.append(f"<tr><td>{_e(name)}</td>{''.join(cells)}</tr>")
         out.append(
             f"<table class=\"sortable\"><thead><tr><th>benchmark</th>{head}</tr></thead><tbody>"
@@ -439,5 +441,9 @@ def write_report(paths: Sequence[str | os.PathLike[str]], output: str | os.PathL
     if all(rec.environment.get("start_time") for _, rec in runs):
         # History reads left to right in time, whatever order the files were given in.
         runs.sort(key=lambda item: str(item[1].environment["start_time"]))
-    atomic_write_text(output, build_report(runs))
+    page = build_report(runs)
+    try:
+        atomic_write_text(output, page)
+    except OSError as exc:
+        raise UsageError(f"{output}: cannot write the report: {exc.strerror or exc}") from None
     return len(runs)
