@@ -7,7 +7,14 @@ from pathlib import Path
 import pytest
 from scipy.stats import mannwhitneyu
 
-from harness.compare_runs import Thresholds, compare_results, compare_runs, min_p_value, symbol_deltas
+from harness.compare_runs import (
+    Thresholds,
+    compare_results,
+    compare_runs,
+    environment_notes,
+    min_p_value,
+    symbol_deltas,
+)
 from harness.records import RunRecord
 from synthetic_runs import environment, failed, full_run, instructions, normal, wall
 
@@ -78,6 +85,21 @@ def test_higher_is_better_and_failures():
     assert row.verdict == "worse" and row.regression and row.change == pytest.approx(-0.2)
     row = compare_results(base, failed("g", "bw", "boom"), T)
     assert row.verdict == "failed" and row.note == "failed in new" and not row.regression
+
+
+def test_different_units_are_not_compared():
+    row = compare_results(wall("s", "op", [1.0, 1.1]), instructions("s", "op", [1000.0]), T)
+    assert row.verdict == "incomparable" and row.note == "s vs instructions" and not row.regression
+
+
+def test_environment_notes():
+    base, new = full_run(), full_run()
+    new.environment["torch"] = dict(new.environment["torch"], version="2.14.0+cpu")
+    new.environment["noise"] = {"checked": True, "findings": ["load average 3.00"]}
+    assert environment_notes(base, new) == [
+        "torch differs: 2.13.0+cpu (base) vs 2.14.0+cpu (new)", "new run had noise warnings: load average 3.00",
+    ]
+    assert environment_notes(base, full_run()) == []
 
 
 def test_added_removed_and_regressions():

@@ -186,7 +186,8 @@ def quick_suite(tmp_path: Path) -> Path:
 def test_bench_writes_every_format(cli, quick_suite: Path, tmp_path: Path):
     csv_path = tmp_path / "out" / "runs.csv"
     for _ in range(2):
-        r = cli("bench", "--path", str(quick_suite), "--output", str(csv_path))
+        # In-process: this tests where results go, not worker isolation (tests/test_pool.py).
+        r = cli("bench", "--in-process", "--path", str(quick_suite), "--output", str(csv_path))
         assert r.returncode == 0, r.stderr
     assert "run record appended to" in r.stderr
     runs = load_runs(csv_path)
@@ -197,7 +198,7 @@ def test_bench_writes_every_format(cli, quick_suite: Path, tmp_path: Path):
         assert run.environment["noise"]["checked"] is True  # noise checks ran before wall-time tasks
         assert "bench" in run.environment["command_line"]
     jsonl = tmp_path / "run.jsonl"
-    r = cli("bench", "--path", str(quick_suite), "-k", "noop", "--output", str(jsonl))
+    r = cli("bench", "--in-process", "--path", str(quick_suite), "-k", "noop", "--output", str(jsonl))
     assert r.returncode == 0, r.stderr
     assert [x.task.name for x in load(jsonl).results] == ["noop"]
 

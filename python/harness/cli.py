@@ -189,7 +189,7 @@ def cmd_cache(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from .compare_runs import Thresholds, compare_runs, print_comparison
+    from .compare_runs import Thresholds, compare_runs, environment_notes, print_comparison
     from .records import load_runs
 
     if not 0 < args.alpha < 1:
@@ -210,7 +210,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         records.append(runs[-1])
     thresholds = Thresholds(args.alpha, args.min_effect / 100, args.noise_margin / 100)
     comparison = compare_runs(records[0], records[1], thresholds)
-    print_comparison(comparison, console, symbols=args.symbols, top=args.top)
+    notes = environment_notes(records[0], records[1])
+    print_comparison(comparison, console, symbols=args.symbols, top=args.top, notes=notes)
     if args.fail_on_regression is not None:
         bad = comparison.regressions(beyond=args.fail_on_regression / 100)
         if bad:

@@ -29,7 +29,7 @@ DEFAULT_NOISE_MARGIN = 0.005
 
 VERDICT_STYLE = {
     "faster": "green", "better": "green", "slower": "red", "worse": "red",
-    "same": "dim", "noisy": "yellow", "failed": "red",
+    "same": "dim", "noisy": "yellow", "failed": "red", "incomparable": "yellow",
 }
 
 
@@ -48,7 +48,7 @@ class Row:
     new: TaskResult
     change: float | None  # relative: (new - base) / base
     p_value: float | None
-    verdict: str  # faster/slower (better/worse for higher-is-better), same, noisy, failed
+    verdict: str  # faster/slower (better/worse for higher-is-better), same, noisy, failed, incomparable
     note: str = ""
 
     @property
@@ -99,6 +99,10 @@ def compare_results(base: TaskResult, new: TaskResult, thresholds: Thresholds = 
             (base.ok, new.ok), "failed in new"
         )
         return row
+    if base.value_unit != new.value_unit or base.counts_instructions != new.counts_instructions:
+        row.verdict = "incomparable"
+        row.note = f"{base.value_unit} vs {new.value_unit}"
+        return row
     b, n = base.value, new.value
     if not (math.isfinite(b) and math.isfinite(n)) or b == 0:
         row.verdict, row.note = "noisy", "no comparable value"
@@ -138,6 +142,34 @@ def compare_runs(base: RunRecord, new: RunRecord, thresholds: Thresholds = Thres
     added = [new_by[k] for k in new_by if k not in base_by]
     removed = [base_by[k] for k in base_by if k not in new_by]
     return Comparison(rows=rows, added=added, removed=removed)
+
+
+# Environment fields that, when they differ, make timings of two runs hard to compare.
+_ENV_FIELDS = (
+    ("hostname", "host"), ("cpu_model", "CPU"), ("cpu_count", "core count"), ("torch.version", "torch"),
+    ("torch.build", "torch build"), ("python", "Python"), ("cpu_governor", "CPU governor"),
+)
+
+
+def _env_get(env: dict[str, Any], dotted: str) -> Any:
+    value: Any = env
+    for part in dotted.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
+
+
+def environment_notes(base: RunRecord, new: RunRecord) -> list[str]:
+    """Why the two runs' numbers may differ for reasons other than the code."""
+    notes = []
+    for field, label in _ENV_FIELDS:
+        b, n = _env_get(base.environment, field), _env_get(new.environment, field)
+        if b is not None and n is not None and b != n:
+            notes.append(f"{label} differs: {b} (base) vs {n} (new)")
+    for name, record in (("base", base), ("new", new)):
+        findings = (record.environment.get("noise") or {}).get("findings") or []
+        if findings:
+            notes.append(f"{name} run had noise warnings: {'; '.join(findings)}")
+    return notes
 
 
 def symbol_deltas(base: TaskResult, new: TaskResult) -> list[tuple[str, float, float, float]]:
@@ -211,7 +243,10 @@ def print_comparison(
     console: Console,
     symbols: bool = False,
     top: int = 10,
+    notes: Iterable[str] = (),
 ) -> None:
+    for note in notes:
+        console.print(f"[yellow]note:[/yellow] {escape(note)}", highlight=False)
     for table in comparison_tables(comparison):
         console.print(table)
     for label, results in (("added (only in new)", comparison.added), ("removed (only in base)", comparison.removed)):
