@@ -11,6 +11,8 @@ from rich.table import Table
 from .measurement import select_unit
 from .result import TaskResult
 
+IQR_FLAG = 0.10
+
 
 def format_value(value: float, unit: str) -> str:
     if unit == "s":
@@ -32,7 +34,8 @@ def results_table(title: str, results: Iterable[TaskResult]) -> Table:
             table.add_row(escape(r.task.name), "", "", "", f"[red]failed[/red]: {escape(first_line)}")
             continue
         median, iqr = r.median, r.iqr
-        iqr_text = format_value(iqr, r.unit) + (f" [yellow](! {r.relative_iqr:.0%})[/yellow]" if r.noisy else "")
+        noisy = median > 0 and iqr / median > IQR_FLAG
+        iqr_text = format_value(iqr, r.unit) + (f" [yellow](! {iqr / median:.0%})[/yellow]" if noisy else "")
         table.add_row(
             escape(r.task.name),
             format_value(median, r.unit),
