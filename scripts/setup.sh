@@ -7,9 +7,24 @@
 #   harness with build isolation, or installing a plain `torch` requirement
 #   into an empty environment, would download a multi-GB CUDA wheel.
 # - harness is then built with --no-build-isolation against that torch.
+# - With --test, tools only the tests need are installed too when missing
+#   (Chromium, which renders the HTML report in a test); where they cannot be
+#   installed, a note says so and the tests that need them skip.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
+
+TEST_TOOLS=0
+for arg in "$@"; do
+  case "$arg" in
+    --test) TEST_TOOLS=1 ;;
+    -h|--help)
+      echo "usage: bash scripts/setup.sh [--test]"
+      echo "  --test  also install test-only tools when missing (chromium, via apt-get as root)"
+      exit 0 ;;
+    *) echo "setup: unknown option $arg (see --help)" >&2; exit 2 ;;
+  esac
+done
 
 if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv --system-site-packages .venv
@@ -25,3 +40,17 @@ fi
 echo "setup: building harness (C++ core + Python package)"
 "${PIP[@]}" --no-build-isolation -e ".[test]"
 .venv/bin/python -c "import harness, harness._C; print('setup: harness', harness.__version__, 'ready in .venv')"
+
+if [ "$TEST_TOOLS" = 1 ]; then
+  if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then
+    echo "setup: chromium present (report render test)"
+  elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "setup: installing chromium with apt-get (test-only: renders the HTML report)"
+    if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }; then
+      echo "setup: note: installing chromium failed; the report's browser render test will be skipped"
+    fi
+  else
+    echo "setup: note: chromium is not installed and cannot be installed here (needs root and apt-get);"
+    echo "setup:       the report's browser render test will be skipped (install the 'chromium' package to run it)"
+  fi
+fi

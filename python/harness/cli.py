@@ -1,11 +1,10 @@
-"""Command line: ``python -m harness {list,bench,cache}``."""
+"""Command line: ``python -m harness {list,bench,compare,report,cache}``."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
@@ -32,7 +31,10 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("suites", nargs="*", metavar="SUITE", help="suite names (default: all)")
     bench.add_argument("-k", dest="pattern", help="only benchmarks whose name matches (substring, glob, and/or/not)")
     bench.add_argument("--path", help="directory holding the suites (default: ./benchmarks)")
-    bench.add_argument("--output", "-o", help="write the run record to FILE (.json)")
+    bench.add_argument(
+        "--output", "-o",
+        help="write the run record to FILE: .json (one run, replaced), .jsonl or .csv (runs appended)",
+    )
     bench.add_argument("--min-run-time", type=float, default=0.2, help="seconds per benchmark (default 0.2)")
     bench.add_argument(
         "--jobs", "-j", type=int, default=1,
@@ -45,6 +47,39 @@ def _parser() -> argparse.ArgumentParser:
         "--in-process", action="store_true",
         help="run tasks in this process (no crash isolation or timeouts; for debugging)",
     )
+
+    compare = sub.add_parser(
+        "compare", help="compare two run records: change per benchmark and whether it is significant"
+    )
+    compare.add_argument("base", metavar="BASE", help="run record (.json, .jsonl or .csv) to compare against")
+    compare.add_argument("new", metavar="NEW", help="run record with the new measurements")
+    compare.add_argument(
+        "--alpha", type=float, default=0.05,
+        help="significance level of the Mann-Whitney U test on wall-time samples (default 0.05)",
+    )
+    compare.add_argument(
+        "--min-effect", type=float, default=2.0, metavar="PCT",
+        help="smallest wall-time change, in percent, reported as faster/slower (default 2)",
+    )
+    compare.add_argument(
+        "--noise-margin", type=float, default=0.5, metavar="PCT",
+        help="instruction-count change, in percent, treated as jitter (default 0.5)",
+    )
+    compare.add_argument(
+        "--fail-on-regression", type=float, metavar="PCT",
+        help="exit 1 when a significant regression exceeds PCT percent (for CI)",
+    )
+    compare.add_argument(
+        "--symbols", action="store_true",
+        help="show per-function instruction deltas for benchmarks with callgrind symbol counts",
+    )
+    compare.add_argument("--top", type=int, default=10, help="functions shown per benchmark with --symbols")
+
+    report = sub.add_parser("report", help="write a self-contained HTML report of one or more runs")
+    report.add_argument(
+        "runs", nargs="+", metavar="RUN", help="run records (.json, .jsonl, .csv); shown in order of start time"
+    )
+    report.add_argument("--output", "-o", default="report.html", help="HTML file to write (default report.html)")
 
     cache = sub.add_parser("cache", help="inspect or clear the per-user cache")
     cache.add_argument("action", choices=["info", "clear"])
@@ -76,7 +111,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     from . import environment
-    from .records import RunRecord
+    from .noise import check_noise, warning_block
+    from .records import RunRecord, check_writable
     from .table import print_results
 
     if not args.min_run_time > 0:
@@ -85,11 +121,16 @@ def cmd_bench(args: argparse.Namespace) -> int:
         raise UsageError(f"--jobs must be >= 1, got {args.jobs}")
     if not args.timeout > 0:
         raise UsageError(f"--timeout must be > 0, got {args.timeout}")
-    if args.output and Path(args.output).suffix not in (".json",):
-        raise UsageError(f"--output {args.output}: use a .json file name")
+    if args.output:
+        check_writable(args.output)
     tasks = _tasks(args)
     env = environment.collect()
     console = Console(stderr=True)
+    if any(t.mode == "wall" for t in tasks):
+        env["noise"] = check_noise()
+        warning = warning_block(env["noise"])
+        if warning:
+            console.print(f"[yellow]{escape(warning)}[/yellow]", highlight=False)
     if args.jobs > 1 and any(t.mode == "wall" for t in tasks):
         console.print(
             f"[yellow]warning:[/yellow] --jobs {args.jobs} runs wall-time benchmarks concurrently; "
@@ -126,8 +167,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     for r in failed:
         console.print(f"[red]FAILED[/red] {escape(r.task.full_name)}: {escape(r.error or '')}", highlight=False)
     if args.output:
-        RunRecord(environment=env, results=results).save(args.output)
-        console.print(f"run record written to {args.output}")
+        appended = RunRecord(environment=env, results=results).save(args.output)
+        console.print(f"run record {'appended to' if appended else 'written to'} {args.output}")
     if interrupted:
         console.print(f"harness: interrupted; kept {len(results)} of {len(tasks)} results")
         return 130
@@ -147,7 +188,52 @@ def cmd_cache(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"list": cmd_list, "bench": cmd_bench, "cache": cmd_cache}
+def cmd_compare(args: argparse.Namespace) -> int:
+    from .compare_runs import Thresholds, compare_runs, environment_notes, print_comparison
+    from .records import load_runs
+
+    if not 0 < args.alpha < 1:
+        raise UsageError(f"--alpha must be between 0 and 1, got {args.alpha}")
+    for flag, value in (("--min-effect", args.min_effect), ("--noise-margin", args.noise_margin)):
+        if value < 0:
+            raise UsageError(f"{flag} must be >= 0 (a percentage), got {value}")
+    if args.fail_on_regression is not None and args.fail_on_regression < 0:
+        raise UsageError(f"--fail-on-regression must be >= 0 (a percentage), got {args.fail_on_regression}")
+    if args.top < 1:
+        raise UsageError(f"--top must be >= 1, got {args.top}")
+    console = Console()
+    records = []
+    for path in (args.base, args.new):
+        runs = load_runs(path)
+        if len(runs) > 1:
+            console.print(f"{escape(path)} holds {len(runs)} runs; comparing its last", highlight=False)
+        records.append(runs[-1])
+    thresholds = Thresholds(args.alpha, args.min_effect / 100, args.noise_margin / 100)
+    comparison = compare_runs(records[0], records[1], thresholds)
+    notes = environment_notes(records[0], records[1])
+    print_comparison(comparison, console, symbols=args.symbols, top=args.top, notes=notes)
+    if args.fail_on_regression is not None:
+        bad = comparison.regressions(beyond=args.fail_on_regression / 100)
+        if bad:
+            err = Console(stderr=True)
+            err.print(f"[red]{len(bad)} significant regression(s) beyond {args.fail_on_regression:g}%:[/red]")
+            for row in bad:
+                err.print(f"  {escape(row.suite)}/{escape(row.name)}: {row.change * 100:+.1f}%", highlight=False)
+            return 1
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from .report import write_report
+
+    count = write_report(args.runs, args.output)
+    print(f"report of {count} run(s) written to {args.output}")
+    return 0
+
+
+COMMANDS = {
+    "list": cmd_list, "bench": cmd_bench, "compare": cmd_compare, "report": cmd_report, "cache": cmd_cache,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

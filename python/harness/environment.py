@@ -7,6 +7,7 @@ import platform
 import socket
 import subprocess
 import sys
+import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -71,6 +72,7 @@ def _nvidia_driver() -> str | None:
 def collect(argv: list[str] | None = None) -> dict[str, Any]:
     """Everything a reader needs to judge whether two runs are comparable."""
     return {
+        "run_id": uuid.uuid4().hex[:12],
         "harness_version": __version__,
         "git_commit": _git_commit(),
         "torch": torch_info(),
@@ -82,5 +84,5 @@ def collect(argv: list[str] | None = None) -> dict[str, Any]:
         "cpu_governor": cpu_governor(),
         "hostname": socket.gethostname(),
         "start_time": datetime.now(UTC).isoformat(timespec="seconds"),
-        "command_line": list(sys.argv if argv is None else argv),
+        "command_line": list(sys.orig_argv if argv is None else argv),
     }

@@ -8,6 +8,11 @@ from typing import Any
 
 from .task import Task
 
+MODES = ("wall", "instructions")  # documented values of Task.mode
+STATUSES = ("ok", "failed")
+# torch's Measurement warns from this IQR / median on; tables and reports flag it.
+NOISY_IQR_FRACTION = 0.10
+
 
 @dataclasses.dataclass
 class TaskResult:
@@ -24,6 +29,45 @@ class TaskResult:
         return self.status == "ok"
 
     @property
+    def mode(self) -> str:
+        """What was measured: "wall" time or "instructions" (an instruction counter)."""
+        return self.task.mode
+
+    @property
+    def counts_instructions(self) -> bool:
+        return self.task.mode == "instructions" or self.unit == "instructions"
+
+    @property
+    def value(self) -> float:
+        """The headline figure: ``extra["actual"]`` when the runner set one (a min over
+        iterations, a bandwidth), else the median of the samples."""
+        actual = self.extra.get("actual")
+        if isinstance(actual, int | float) and not isinstance(actual, bool):
+            return float(actual)
+        return self.median
+
+    @property
+    def value_unit(self) -> str:
+        """Unit of ``value``: ``extra["actual_unit"]`` or ``extra["metric"]`` when the runner set
+        ``extra["actual"]``, else the samples' unit."""
+        if "actual" in self.extra:
+            return str(self.extra.get("actual_unit") or self.extra.get("metric") or self.unit)
+        return self.unit
+
+    @property
+    def higher_is_better(self) -> bool:
+        return bool(self.extra.get("higher_is_better", False))
+
+    @property
+    def relative_iqr(self) -> float:
+        median = self.median
+        return self.iqr / median if median > 0 else 0.0
+
+    @property
+    def noisy(self) -> bool:
+        return self.ok and self.relative_iqr > NOISY_IQR_FRACTION
+
+    @property
     def median(self) -> float:
         return statistics.median(self.samples) if self.samples else float("nan")
 
@@ -37,6 +81,7 @@ class TaskResult:
     def to_json(self) -> dict[str, Any]:
         return {
             "task": self.task.to_json(),
+            "mode": self.mode,
             "status": self.status,
             "unit": self.unit,
             "samples": self.samples,
@@ -47,12 +92,33 @@ class TaskResult:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TaskResult:
+        """Rebuild a result from plain data; raises ValueError naming the bad field."""
+        if not isinstance(data, dict):
+            raise ValueError(f"a result must be a JSON object, got {type(data).__name__}")
+        missing = [k for k in ("task", "status") if k not in data]
+        if missing:
+            raise ValueError(f"result lacks {', '.join(repr(k) for k in missing)}")
+        task_data = data["task"]
+        if not isinstance(task_data, dict) or not all(k in task_data for k in ("suite", "name", "kind", "params")):
+            raise ValueError("'task' must be an object with suite, name, kind and params")
+        task = Task.from_json(task_data)
+        if "mode" in data and data["mode"] != task.mode:
+            task = dataclasses.replace(task, mode=str(data["mode"]))
+        if data["status"] not in STATUSES:
+            raise ValueError(f"status {data['status']!r} is not one of {', '.join(STATUSES)}")
+        samples = data.get("samples") or []
+        if not isinstance(samples, list):
+            raise ValueError("'samples' must be a list of numbers")
+        extra = data.get("extra") or {}
+        if not isinstance(extra, dict):
+            raise ValueError("'extra' must be an object")
+        error = data.get("error")
         return cls(
-            task=Task.from_json(data["task"]),
+            task=task,
             status=data["status"],
-            unit=data.get("unit", "s"),
-            samples=[float(x) for x in data.get("samples", [])],
+            unit=str(data.get("unit") or "s"),
+            samples=[float(x) for x in samples],
             number_per_run=int(data.get("number_per_run", 1)),
-            error=data.get("error"),
-            extra=dict(data.get("extra") or {}),
+            error=None if error is None else str(error),
+            extra=dict(extra),
         )

@@ -31,7 +31,10 @@ class Task:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Task:
-        return cls(data["suite"], data["name"], data["kind"], dict(data["params"]), data.get("mode", "wall"))
+        params = data["params"]
+        if not isinstance(params, Mapping):
+            raise TypeError(f"task params must be an object, got {type(params).__name__}")
+        return cls(str(data["suite"]), str(data["name"]), str(data["kind"]), dict(params), str(data.get("mode", "wall")))
 
 
 def matches(task: Task, pattern: str | None) -> bool:
