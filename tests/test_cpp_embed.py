@@ -2,8 +2,9 @@
 
 Builds are session fixtures: the core build is shared with test_core_cpp.py,
 each outside-project build happens once. Cost on the 2-core dev machine: the
-core-only part ~15 s; the harness::torch part (three files against torch's
-headers) ~40-90 s, depending on load.
+core-only part ~10 s of CPU (~15 s wall); the harness::torch part (three
+files compiled against torch's headers, two CMake configures finding torch)
+~45 s of CPU, 35 s wall when the machine is quiet, ~2.5 min under a load of 7.
 """
 
 from __future__ import annotations
