@@ -117,6 +117,45 @@ static void test_invalid_arguments() {
   CHECK(threw);
 }
 
+static void test_run_sampler_counts_and_propagates() {
+  // The sampler sees every run: the measured ones are number_per_run per
+  // sample; warm-up and calibration come on top.
+  int64_t runs = 0;
+  harness::Sampler counting = [&runs](int64_t n) {
+    return harness::time_loop(n, [&runs] {
+      ++runs;
+      harness::do_not_optimize(runs);
+    });
+  };
+  harness::RunOptions options;
+  options.min_run_time_s = 0.02;
+  options.callgrind_region = true;  // markers must not change the policy
+  harness::Result r = harness::run_sampler(counting, options);
+  CHECK(!r.samples_ns.empty());
+  CHECK(runs >= r.number_per_run * static_cast<int64_t>(r.samples_ns.size()));
+  CHECK(r.stats.n == r.samples_ns.size());
+
+  // An exception from the body leaves run() unchanged (same type, same object data).
+  struct BodyError {
+    int code;
+  };
+  int code = 0;
+  try {
+    harness::run([] { throw BodyError{42}; });
+  } catch (const BodyError& e) {
+    code = e.code;
+  }
+  CHECK(code == 42);
+}
+
+static void test_stats_of_result_match_samples() {
+  harness::RunOptions options;
+  options.min_run_time_s = 0.01;
+  harness::Result r = harness::run([] { harness::clobber_memory(); }, options);
+  harness::Stats again = harness::compute_stats(r.samples_ns);
+  CHECK(near(again.median, r.stats.median) && near(again.iqr(), r.stats.iqr()));
+}
+
 static void test_callgrind_markers_are_noops_outside_valgrind() {
   if (harness::callgrind::running_on_valgrind()) return;
   harness::callgrind::region_begin();
@@ -131,6 +170,8 @@ int main() {
   test_calibration_reaches_min_run_time();
   test_adaptive_stops_and_respects_max();
   test_invalid_arguments();
+  test_run_sampler_counts_and_propagates();
+  test_stats_of_result_match_samples();
   test_callgrind_markers_are_noops_outside_valgrind();
   if (failures) {
     std::fprintf(stderr, "%d check(s) failed\n", failures);

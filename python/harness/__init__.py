@@ -8,6 +8,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
+from .callable_timer import timeit
 from .compare import Compare
 from .errors import BuildError, HarnessError, StatementError, UsageError
 from .measurement import Measurement, TaskSpec, select_unit
@@ -29,4 +30,5 @@ __all__ = [
     "TimerDefinition",
     "UsageError",
     "select_unit",
+    "timeit",
 ]
