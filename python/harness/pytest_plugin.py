@@ -160,12 +160,16 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     state = session.config.stash.get(_SESSION, None)
     if state is None or state.output is None:
         return
+    from .errors import HarnessError
     from .records import RunRecord
 
     try:
         RunRecord(environment=state.environment or {}, results=state.results).save(state.output)
     except OSError as exc:
         state.write_error = f"cannot write {state.output}: {exc.strerror or exc}"
+        session.exitstatus = pytest.ExitCode.USAGE_ERROR
+    except HarnessError as exc:  # records.save names the file and the reason
+        state.write_error = str(exc)
         session.exitstatus = pytest.ExitCode.USAGE_ERROR
 
 
