@@ -163,7 +163,20 @@ static void test_callgrind_markers_are_noops_outside_valgrind() {
   harness::callgrind::zero_stats();
 }
 
+static void test_calibration_survives_slow_second_run() {
+  // Runs 1 and 2 each cost 300 ms (one-time work), later runs ~1 us: the
+  // block size must be calibrated from the warm runs, not stop at 1.
+  int calls = 0;
+  harness::Sampler sampler = [&calls](int64_t n) {
+    int64_t ns = 0;
+    for (int64_t i = 0; i < n; ++i) ns += (++calls <= 2) ? 300'000'000 : 1'000;
+    return ns;
+  };
+  CHECK(harness::estimate_block_size(sampler, 0.2e9 / 1000) >= 100);
+}
+
 int main() {
+  test_calibration_survives_slow_second_run();
   test_stats_hand_computed();
   test_clock_monotonic();
   test_loop_not_optimised_away();
