@@ -32,7 +32,10 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("suites", nargs="*", metavar="SUITE", help="suite names (default: all)")
     bench.add_argument("-k", dest="pattern", help="only benchmarks whose name matches (substring, glob, and/or/not)")
     bench.add_argument("--path", help="directory holding the suites (default: ./benchmarks)")
-    bench.add_argument("--output", "-o", help="write the run record to FILE (.json)")
+    bench.add_argument("--only", action="append", metavar="NAME", help="only the benchmark named NAME (repeatable)")
+    bench.add_argument(
+        "--output", "-o", help="write the run record to FILE (.json); gpt_fast alone: FILE.csv (+ .jsonl, .run.json)"
+    )
     bench.add_argument("--min-run-time", type=float, default=0.2, help="seconds per benchmark (default 0.2)")
 
     cache = sub.add_parser("cache", help="inspect or clear the per-user cache")
@@ -46,10 +49,22 @@ def _tasks(args: argparse.Namespace):
 
     suites = select_suites(default_root(args.path), list(args.suites))
     tasks = [t for s in suites for t in s.tasks() if matches(t, args.pattern)]
+    if getattr(args, "only", None):
+        tasks = _only(tasks, args.only)
     if not tasks:
         what = f"-k {args.pattern!r}" if args.pattern else "the selected suites"
         raise UsageError(f"no benchmarks match {what}; see `python -m harness list`")
     return tasks
+
+
+def _only(tasks, names: list[str]):
+    """The tasks named exactly NAME (or SUITE/NAME); an unknown name is an error listing the choices."""
+    known = {t.name for t in tasks} | {t.full_name for t in tasks}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        available = ", ".join(dict.fromkeys(t.name for t in tasks)) or "none"
+        raise UsageError(f"--only {', '.join(map(repr, unknown))}: no such benchmark; available: {available}")
+    return [t for t in tasks if t.name in names or t.full_name in names]
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -65,15 +80,17 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     from . import environment
+    from .kind_outputs import writer_for
     from .records import RunRecord
     from .runner import run_task
     from .table import print_results
 
     if not args.min_run_time > 0:
         raise UsageError(f"--min-run-time must be > 0, got {args.min_run_time}")
-    if args.output and Path(args.output).suffix not in (".json",):
-        raise UsageError(f"--output {args.output}: use a .json file name")
     tasks = _tasks(args)
+    kind_writer = writer_for(args.output, tasks) if args.output else None
+    if args.output and kind_writer is None and Path(args.output).suffix not in (".json",):
+        raise UsageError(f"--output {args.output}: use a .json file name")
     env = environment.collect()
     console = Console(stderr=True)
     results = []
@@ -90,7 +107,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
     failed = [r for r in results if not r.ok]
     for r in failed:
         console.print(f"[red]FAILED[/red] {escape(r.task.full_name)}: {escape(r.error or '')}", highlight=False)
-    if args.output:
+    if args.output and kind_writer is not None:
+        for path in kind_writer(args.output, RunRecord(environment=env, results=results)):
+            console.print(f"written {path}", highlight=False, markup=False)
+    elif args.output:
         RunRecord(environment=env, results=results).save(args.output)
         console.print(f"run record written to {args.output}")
     return 1 if failed else 0
