@@ -79,7 +79,7 @@ def _measure(
     ctx: RunContext, compiled: Callable[..., Any], arg_sets: Sequence[tuple[Any, ...]], cuda_graph: bool = False
 ) -> Timing:
     """Warm up ``compiled`` (compiling it), then time it cycling through ``arg_sets``."""
-    for args in itertools.islice(itertools.cycle(arg_sets), max(WARMUP_ITER, len(arg_sets))):
+    for args in itertools.islice(itertools.cycle(arg_sets), WARMUP_ITER):
         compiled(*args)
     _sync(ctx)
     cycle: Iterator[tuple[Any, ...]] = itertools.cycle(arg_sets)

@@ -26,10 +26,12 @@ def _shapes(shapes: Iterable[dict]) -> str:
 
 
 def rows_table(title: str, results: Iterable[TaskResult]) -> Table:
+    """Measured rows, then one caption line per skip reason naming the rows it skipped."""
     table = Table(title=title, title_justify="left")
-    for col, justify in (("row", "left"), ("metric", "left"), ("dtype", "left"), ("target", "right"),
-                         ("actual", "right"), ("actual/target", "right"), ("per shape", "left")):
+    for col, justify in (("row", "left"), ("dtype", "left"), ("metric", "left"), ("target", "right"),
+                         ("actual", "right"), ("ratio", "right"), ("per shape", "left")):
         table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    skipped: dict[str, list[str]] = {}
     for r in results:
         if not r.ok:
             first_line = (r.error or "failed").strip().splitlines()[0]
@@ -37,9 +39,14 @@ def rows_table(title: str, results: Iterable[TaskResult]) -> Table:
             continue
         for e in experiments_of(r):
             ratio = f"{e.actual / e.target:.2f}" if e.target else "-"
-            table.add_row(escape(e.name), escape(e.metric), e.dtype, _num(e.target), _num(e.actual), ratio,
+            table.add_row(escape(e.name), e.dtype, escape(e.metric), _num(e.target), _num(e.actual), ratio,
                           escape(_shapes(e.shapes)))
         for s in skipped_of(r):
-            table.add_row(escape(s.name), escape(s.metric), s.dtype, "", "", "",
-                          f"[yellow]skipped[/yellow]: {escape(s.reason)}")
+            skipped.setdefault(s.reason, []).append(f"{s.name} {s.dtype} {s.metric}" if s.metric.startswith(
+                ("token", "compilation")) else f"{s.name} {s.dtype}")
+    if skipped:
+        table.caption = "\n".join(
+            f"skipped ({escape(reason)}): {escape(', '.join(dict.fromkeys(names)))}" for reason, names in skipped.items()
+        )
+        table.caption_justify = "left"
     return table

@@ -27,6 +27,10 @@ FALLBACK_FLUSH_BYTES = 256 * 2**20
 # CPUs that do not say how big their last-level cache is.
 FALLBACK_LLC_BYTES = 64 * 2**20
 MIN_SAMPLES = 3
+# Beyond this many copies a call moves under 2 x LLC / 64 bytes (1 MB for a
+# 32 MB cache): launch overhead dominates it, so evicting its data buys
+# nothing and 10^4 copies of a tiny tensor would only slow the run down.
+MAX_COPIES = 64
 MAX_CUDA_REPS = 2000
 
 
@@ -107,7 +111,7 @@ def rotation_count(bytes_per_call: int, cache_bytes: int) -> int:
     """
     if bytes_per_call <= 0:
         raise ValueError(f"bytes_per_call must be > 0, got {bytes_per_call}")
-    return max(1, math.ceil(2 * cache_bytes / bytes_per_call) + 1)
+    return min(MAX_COPIES, max(1, math.ceil(2 * cache_bytes / bytes_per_call) + 1))
 
 
 def time_callable(
