@@ -57,7 +57,7 @@ def _tasks(args: argparse.Namespace):
     return tasks
 
 
-def _only(tasks, names: list[str]):
+def _only(tasks: list, names: list[str]) -> list:
     """The tasks named exactly NAME (or SUITE/NAME); an unknown name is an error listing the choices."""
     known = {t.name for t in tasks} | {t.full_name for t in tasks}
     unknown = [n for n in names if n not in known]

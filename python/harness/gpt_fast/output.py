@@ -110,6 +110,11 @@ def gpt_fast_results(results: Sequence[TaskResult]) -> list[tuple[TaskResult, Ex
     return [(r, e) for r in results if r.ok and r.task.kind == "gpt_fast" for e in experiments_of(r)]
 
 
+def _extra_info(result: TaskResult) -> dict[str, Any]:
+    ctx = result.extra.get("context", {})
+    return {"peaks_source": ctx.get("peaks", {}).get("source"), "size": ctx.get("size")}
+
+
 def output_paths(csv_path: str | Path) -> tuple[Path, Path, Path]:
     """(CSV, JSON lines, run record) for an --output name ending in .csv."""
     p = Path(csv_path)
@@ -121,10 +126,6 @@ def write_outputs(csv_path: str | Path, record: RunRecord) -> list[Path]:
     csv_file, jsonl_file, record_file = output_paths(csv_path)
     pairs = gpt_fast_results(record.results)
     append_csv(csv_file, [e for _, e in pairs])
-    extra = {}
-    for result, exp in pairs:
-        ctx = result.extra.get("context", {})
-        extra[id(exp)] = {"peaks_source": ctx.get("peaks", {}).get("source"), "size": ctx.get("size")}
-    append_jsonl(jsonl_file, [database_record(e, extra[id(e)]) for _, e in pairs])
+    append_jsonl(jsonl_file, [database_record(e, _extra_info(r)) for r, e in pairs])
     record.save(record_file)
     return [csv_file, jsonl_file, record_file]
