@@ -31,9 +31,11 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("suites", nargs="*", metavar="SUITE", help="suite names (default: all)")
     bench.add_argument("-k", dest="pattern", help="only benchmarks whose name matches (substring, glob, and/or/not)")
     bench.add_argument("--path", help="directory holding the suites (default: ./benchmarks)")
+    bench.add_argument("--only", action="append", metavar="NAME", help="only the benchmark named NAME (repeatable)")
     bench.add_argument(
         "--output", "-o",
-        help="write the run record to FILE: .json (one run, replaced), .jsonl or .csv (runs appended)",
+        help="write the run record to FILE: .json (one run, replaced), .jsonl or .csv (runs appended); "
+        "gpt_fast alone with .csv: its own CSV + .jsonl + .run.json",
     )
     bench.add_argument("--min-run-time", type=float, default=0.2, help="seconds per benchmark (default 0.2)")
     bench.add_argument(
@@ -92,10 +94,22 @@ def _tasks(args: argparse.Namespace):
 
     suites = select_suites(default_root(args.path), list(args.suites))
     tasks = [t for s in suites for t in s.tasks() if matches(t, args.pattern)]
+    if getattr(args, "only", None):
+        tasks = _only(tasks, args.only)
     if not tasks:
         what = f"-k {args.pattern!r}" if args.pattern else "the selected suites"
         raise UsageError(f"no benchmarks match {what}; see `python -m harness list`")
     return tasks
+
+
+def _only(tasks: list, names: list[str]) -> list:
+    """The tasks named exactly NAME (or SUITE/NAME); an unknown name is an error listing the choices."""
+    known = {t.name for t in tasks} | {t.full_name for t in tasks}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        available = ", ".join(dict.fromkeys(t.name for t in tasks)) or "none"
+        raise UsageError(f"--only {', '.join(map(repr, unknown))}: no such benchmark; available: {available}")
+    return [t for t in tasks if t.name in names or t.full_name in names]
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -111,6 +125,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     from . import environment
+    from .kind_outputs import writer_for
     from .noise import check_noise, warning_block
     from .records import RunRecord, check_writable
     from .table import print_results
@@ -121,9 +136,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
         raise UsageError(f"--jobs must be >= 1, got {args.jobs}")
     if not args.timeout > 0:
         raise UsageError(f"--timeout must be > 0, got {args.timeout}")
-    if args.output:
-        check_writable(args.output)
     tasks = _tasks(args)
+    kind_writer = writer_for(args.output, tasks) if args.output else None
+    if args.output and kind_writer is None:
+        check_writable(args.output)
     env = environment.collect()
     console = Console(stderr=True)
     if any(t.mode == "wall" for t in tasks):
@@ -166,7 +182,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
     failed = [r for r in results if not r.ok]
     for r in failed:
         console.print(f"[red]FAILED[/red] {escape(r.task.full_name)}: {escape(r.error or '')}", highlight=False)
-    if args.output:
+    if args.output and kind_writer is not None:
+        for path in kind_writer(args.output, RunRecord(environment=env, results=results)):
+            console.print(f"written {path}", highlight=False, markup=False)
+    elif args.output:
         appended = RunRecord(environment=env, results=results).save(args.output)
         console.print(f"run record {'appended to' if appended else 'written to'} {args.output}")
     if interrupted:

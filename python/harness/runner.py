@@ -36,6 +36,7 @@ def run_timer_task(task: Task, min_run_time: float) -> TaskResult:
 # basic suite never imports the compile-time or gpt-fast machinery.
 RUNNERS: dict[str, str] = {
     "timer": "harness.runner:run_timer_task",
+    "gpt_fast": "harness.gpt_fast.runner:run_gpt_fast_task",
 }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterable
 
 from rich.console import Console
@@ -12,6 +13,12 @@ from .measurement import select_unit
 from .result import TaskResult
 
 IQR_FLAG = 0.10
+
+# Task kind -> "module:function(title, results) -> Table" for kinds whose
+# results are rows of several metrics rather than one timed value.
+KIND_TABLES: dict[str, str] = {
+    "gpt_fast": "harness.gpt_fast.report:rows_table",
+}
 
 
 def format_value(value: float, unit: str) -> str:
@@ -52,4 +59,10 @@ def print_results(results: list[TaskResult], console: Console | None = None) -> 
     for r in results:
         by_suite.setdefault(r.task.suite, []).append(r)
     for suite, rs in by_suite.items():
-        console.print(results_table(suite, rs))
+        plain = [r for r in rs if r.task.kind not in KIND_TABLES]
+        if plain:
+            console.print(results_table(suite, plain))
+        for kind in dict.fromkeys(r.task.kind for r in rs if r.task.kind in KIND_TABLES):
+            module, _, func = KIND_TABLES[kind].partition(":")
+            table = getattr(importlib.import_module(module), func)
+            console.print(table(suite, [r for r in rs if r.task.kind == kind]))
