@@ -68,10 +68,11 @@ def test_cli_unknown_only_is_a_usage_error(cli):
     assert "Traceback" not in r.stderr
 
 
-def test_cli_csv_needs_the_gpt_fast_suite_alone(cli, tmp_path):
-    r = cli("bench", "gpt_fast", "basic", "-o", str(tmp_path / "x.csv"))
-    assert r.returncode == 2 and "use a .json file name" in r.stderr
-    assert not (tmp_path / "x.csv").exists()
+def test_cli_unknown_output_format_is_refused_before_running(cli, tmp_path):
+    r = cli("bench", "gpt_fast", "--only", "gemv", "-o", str(tmp_path / "x.txt"))
+    assert r.returncode == 2 and "unknown record format '.txt'" in r.stderr
+    assert "Traceback" not in r.stderr
+    assert not (tmp_path / "x.txt").exists()
 
 
 def test_cli_bad_size_env(cli):
