@@ -291,11 +291,22 @@ class CallgrindCounter(InstructionCounter):
         """
         pipes = [os.pipe() for _ in range(repeats)]
         pids = [0] * repeats
-        for i in range(repeats):
-            pid = os.fork()
-            if pid == 0:  # pragma: no cover - runs in the child
-                self._child(C, sampler, number, clocked, pipes[i][1])
-            pids[i] = pid
+        try:
+            for i in range(repeats):
+                pid = os.fork()
+                if pid == 0:  # pragma: no cover - runs in the child
+                    self._child(C, sampler, number, clocked, pipes[i][1])
+                pids[i] = pid
+        except BaseException:  # fork failed (memory?) or Ctrl-C: leave nothing behind
+            for pid in pids:
+                if pid:
+                    os.kill(pid, signal.SIGKILL)
+                    os.waitpid(pid, 0)
+                    self._remove(pid)
+            for read_fd, write_fd in pipes:
+                os.close(read_fd)
+                os.close(write_fd)
+            raise
         failure: tuple[int, int, str] | None = None
         for _, write_fd in pipes:
             os.close(write_fd)
@@ -519,10 +530,18 @@ _told_fallback = False
 
 
 def get_counter(name: str = "auto") -> InstructionCounter:
-    """The counter called ``name``; "auto": perf where readable, else callgrind (said once on stderr)."""
+    """The counter called ``name``; "auto": perf where readable, else callgrind (said once on stderr).
+
+    Inside a worker started with a counter's ``worker_prefix()`` and
+    ``worker_env()``, "auto" and that counter's name give the worker's own
+    counter, whose ``count()`` works there.
+    """
     global _told_fallback
     if name not in COUNTER_NAMES:
         raise UsageError(f"unknown instruction counter {name!r}: use one of {', '.join(COUNTER_NAMES)}")
+    started_for = os.environ.get(COUNTER_ENV)
+    if started_for and name in ("auto", started_for):
+        return worker_counter()  # inside a worker started for this counter
     if name == "perf":
         counter = PerfCounter()
         counter.require_available()
