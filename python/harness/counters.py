@@ -192,6 +192,10 @@ class CallgrindCounter(InstructionCounter):
             "--tool=callgrind",
             "--instr-atstart=no",
             "--collect-atstart=no",
+            # No "fn'2" copies of recursive functions: with instrumentation
+            # switched on mid-stack, callgrind's recursion depth is arbitrary
+            # and would split one function's count between two names.
+            "--separate-recs=1",
             f"--callgrind-out-file={d}/callgrind.out.%p",
             # One log per process (workers and the children they fork), so a
             # crash report carries exactly that process's valgrind messages.
