@@ -25,7 +25,21 @@ def format_value(value: float, unit: str) -> str:
     if unit == "s":
         u, scale = select_unit(value)
         return f"{value / scale:.3g} {u}"
-    return f"{value:,.0f}" if unit == "instructions" else f"{value:.4g} {unit}"
+    if unit == "instructions":
+        # Per-run counts of native statements can be a few instructions.
+        return f"{value:,.0f}" if abs(value) >= 100 else f"{value:,.1f}"
+    return f"{value:.4g} {unit}"
+
+
+def table_title(suite: str, results: list[TaskResult], mode: str = "wall") -> str:
+    """The suite, and what its numbers are, from the results themselves."""
+    unit = results[0].unit if results else ("instructions" if mode == "instructions" else "s")
+    if unit == "s":
+        return f"{suite}: time per run"
+    if unit == "instructions":
+        counters = sorted({str(r.extra.get("counter")) for r in results if r.extra.get("counter")})
+        return f"{suite}: instructions per run" + (f" ({', '.join(counters)})" if counters else "")
+    return f"{suite}: {unit} per run"
 
 
 def results_table(title: str, results: Iterable[TaskResult]) -> Table:
@@ -54,14 +68,15 @@ def results_table(title: str, results: Iterable[TaskResult]) -> Table:
 
 
 def print_results(results: list[TaskResult], console: Console | None = None) -> None:
+    """One table per suite and measurement mode (a wall-time and an instruction table for --mode both)."""
     console = console or Console()
-    by_suite: dict[str, list[TaskResult]] = {}
+    groups: dict[tuple[str, str], list[TaskResult]] = {}
     for r in results:
-        by_suite.setdefault(r.task.suite, []).append(r)
-    for suite, rs in by_suite.items():
+        groups.setdefault((r.task.suite, r.task.mode), []).append(r)
+    for (suite, mode), rs in groups.items():
         plain = [r for r in rs if r.task.kind not in KIND_TABLES]
         if plain:
-            console.print(results_table(suite, plain))
+            console.print(results_table(table_title(suite, [r for r in plain if r.ok], mode), plain))
         for kind in dict.fromkeys(r.task.kind for r in rs if r.task.kind in KIND_TABLES):
             module, _, func = KIND_TABLES[kind].partition(":")
             table = getattr(importlib.import_module(module), func)
