@@ -8,8 +8,8 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from .callgrind import CallgrindStats, FunctionCount, FunctionCounts
 from .callable_timer import timeit
+from .callgrind import CallgrindStats, FunctionCount, FunctionCounts
 from .compare import Compare
 from .errors import BuildError, HarnessError, StatementError, UsageError
 from .measurement import Measurement, TaskSpec, select_unit
