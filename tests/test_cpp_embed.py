@@ -72,7 +72,7 @@ def check_example_output(stdout: str) -> None:
 
 def test_install_layout(core_prefix: Path):
     headers = {p.name for p in (core_prefix / "include" / "harness").iterdir()}
-    assert headers == {"barrier.h", "callgrind.h", "clock.h", "harness.h", "runner.h", "stats.h"}
+    assert headers == {"barrier.h", "callgrind.h", "clock.h", "harness.h", "perf_counter.h", "runner.h", "stats.h"}
     libdirs = [d for d in ("lib", "lib64") if (core_prefix / d / "libharness_core.a").exists()]
     assert libdirs, "libharness_core.a not installed"
     config = core_prefix / libdirs[0] / "cmake" / "harness"
