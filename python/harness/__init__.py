@@ -9,6 +9,7 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 from .compare import Compare
+from .definitions import GroupedModules, GroupedSetup, GroupedStmts, GroupedVariants, parse_stmts
 from .errors import BuildError, HarnessError, StatementError, UsageError
 from .measurement import Measurement, TaskSpec, select_unit
 from .suite import Suite, TimerDefinition
@@ -18,6 +19,10 @@ from .timer import Language, Timer
 __all__ = [
     "BuildError",
     "Compare",
+    "GroupedModules",
+    "GroupedSetup",
+    "GroupedStmts",
+    "GroupedVariants",
     "HarnessError",
     "Language",
     "Measurement",
@@ -28,5 +33,6 @@ __all__ = [
     "Timer",
     "TimerDefinition",
     "UsageError",
+    "parse_stmts",
     "select_unit",
 ]

@@ -86,7 +86,7 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _tasks(args: argparse.Namespace):
+def _suites_and_tasks(args: argparse.Namespace):
     from .discovery import default_root, select_suites
     from .task import matches
 
@@ -95,7 +95,11 @@ def _tasks(args: argparse.Namespace):
     if not tasks:
         what = f"-k {args.pattern!r}" if args.pattern else "the selected suites"
         raise UsageError(f"no benchmarks match {what}; see `python -m harness list`")
-    return tasks
+    return suites, tasks
+
+
+def _tasks(args: argparse.Namespace):
+    return _suites_and_tasks(args)[1]
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -123,9 +127,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
         raise UsageError(f"--timeout must be > 0, got {args.timeout}")
     if args.output:
         check_writable(args.output)
-    tasks = _tasks(args)
+    suites, tasks = _suites_and_tasks(args)
     env = environment.collect()
     console = Console(stderr=True)
+    from .runner import prepare_tasks
+
+    with console.status("preparing") as status:
+        prepare_tasks(tasks, lambda message: status.update(escape(message)))
     if any(t.mode == "wall" for t in tasks):
         env["noise"] = check_noise()
         warning = warning_block(env["noise"])
@@ -162,7 +170,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             interrupted = True
     order = {t.full_name: i for i, t in enumerate(tasks)}
     results.sort(key=lambda r: order.get(r.task.full_name, len(order)))
-    print_results(results)
+    print_results(results, tables={s.name: s.table for s in suites if s.table})
     failed = [r for r in results if not r.ok]
     for r in failed:
         console.print(f"[red]FAILED[/red] {escape(r.task.full_name)}: {escape(r.error or '')}", highlight=False)

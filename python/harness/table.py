@@ -46,10 +46,33 @@ def results_table(title: str, results: Iterable[TaskResult]) -> Table:
     return table
 
 
-def print_results(results: list[TaskResult], console: Console | None = None) -> None:
+# Suite-specific tables (Suite(table=...)): name -> "module:function" taking
+# (title, results, unit) and returning a rich renderable.
+TABLES: dict[str, str] = {
+    "grouped": "harness.grouped_table:grouped_table",
+}
+
+
+def resolve_table(name: str):
+    import importlib
+
+    target = TABLES.get(name, name)
+    module, _, func = target.partition(":")
+    return getattr(importlib.import_module(module), func)
+
+
+def print_results(
+    results: list[TaskResult], console: Console | None = None, tables: dict[str, str] | None = None
+) -> None:
+    """One table per suite: the suite's own (``tables``: suite name -> table name) or the generic one."""
     console = console or Console()
     by_suite: dict[str, list[TaskResult]] = {}
     for r in results:
         by_suite.setdefault(r.task.suite, []).append(r)
     for suite, rs in by_suite.items():
-        console.print(results_table(suite, rs))
+        table = (tables or {}).get(suite)
+        if table:
+            for unit in dict.fromkeys(r.unit for r in rs if r.ok) or ["s"]:
+                console.print(resolve_table(table)(suite, rs, unit))
+        else:
+            console.print(results_table(suite, rs))
