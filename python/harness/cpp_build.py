@@ -673,6 +673,7 @@ class BuildReport:
     compiled: dict[str, CompiledStatement] = dataclasses.field(default_factory=dict)
     failed: dict[str, str] = dataclasses.field(default_factory=dict)  # key -> compiler message
     built: int = 0  # statements compiled by this call
+    modules: list[str] = dataclasses.field(default_factory=list)  # modules this call built
     seconds: float = 0.0
 
 
@@ -831,6 +832,7 @@ def _build_batch(statements: list[CppStatement], report: BuildReport, persist_fa
         if module.pch_used:
             STATS["pch_used_builds"] += 1
         report.built += len(remaining)
+        report.modules.append(name)
         for i, s in enumerate(remaining):
             report.compiled[s.key] = CompiledStatement(s, module, i)
         return
