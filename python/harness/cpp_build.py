@@ -314,44 +314,61 @@ def _pch_command(cxx: str, cflags: list[str]) -> list[str]:
 
 
 def _start_pch_build(command: list[str]) -> None:
-    """Build the PCH in a detached, niced process that outlives this one if need be."""
+    """Build the PCH in a detached, lowest-priority process that outlives this one if need be."""
     d = pch_dir()
-    if pch_file().exists() or pch_building():
+    if pch_file().exists():
         return
     failed = d / "failed.json"
     if failed.exists():
         with contextlib.suppress(ValueError, OSError):
             if json.loads(failed.read_text()).get("command") == command:
                 return  # this exact command already failed; do not retry on every build
-    atomic_write_text(d / "command.json", json.dumps({"command": command}))
-    log = open(d / "pch_build.out", "ab")  # noqa: SIM115 - handed to the child
+    # Take the build lock here and hand it to the builder (an flock belongs to
+    # the open file, which the builder inherits): from this moment on
+    # wait_for_pch() sees a build in progress, with no window before the
+    # builder has started.
+    fd = os.open(_pch_lock_path(), os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        subprocess.Popen(
-            [sys.executable, "-m", "harness.cpp_build", "--build-pch", str(d)],
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=log,
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return  # another process is building it
+        atomic_write_text(d / "command.json", json.dumps({"command": command}))
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_PACKAGE_DIR.parent), env.get("PYTHONPATH")]))
+        env["HARNESS_PCH_LOG"] = str(d / "pch_build.out")
+        # `sh -c '... &'` exits at once and leaves the builder to init: it is
+        # never our child, so it outlives us, leaves no zombie, and its CPU
+        # time is not counted as ours.
+        subprocess.run(
+            ["sh", "-c", 'exec "$@" </dev/null >>"$HARNESS_PCH_LOG" 2>&1 &', "sh",
+             sys.executable, "-m", "harness.cpp_build", "--build-pch", str(d), str(fd)],
+            env=env,
+            pass_fds=(fd,),
             start_new_session=True,
-            env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(_PACKAGE_DIR.parent), os.environ.get("PYTHONPATH")]))},
+            check=True,
         )
     finally:
-        log.close()
+        os.close(fd)
     _log("pch_build_started")
 
 
-def _build_pch_main(directory: str) -> int:
-    """Entry point of the background PCH builder (``python -m harness.cpp_build --build-pch DIR``)."""
+def _build_pch_main(directory: str, lock_fd: int | None = None) -> int:
+    """The background PCH builder (``python -m harness.cpp_build --build-pch DIR [LOCK_FD]``)."""
     d = Path(directory)
-    with open(d / "build.lock", "a") as lock:
+    if lock_fd is None:
+        lock_fd = os.open(d / "build.lock", os.O_RDWR | os.O_CREAT, 0o600)
         try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             return 0
+    try:
         gch = d / (PCH_HEADER + ".gch")
         if gch.exists():
             return 0
         command = json.loads((d / "command.json").read_text())["command"]
-        os.nice(10)
+        # Lowest priority: the build that started it (and anything else) comes first.
+        os.nice(19)
         tmp = d / f".{PCH_HEADER}.gch.{os.getpid()}.tmp"
         t0 = time.monotonic()
         proc = subprocess.run([*command, "-o", str(tmp)], capture_output=True, text=True)
@@ -371,7 +388,9 @@ def _build_pch_main(directory: str) -> int:
             os.write(fd, (json.dumps(event) + "\n").encode())
         finally:
             os.close(fd)
-    return 0 if event["event"] == "pch_built" else 1
+        return 0 if event["event"] == "pch_built" else 1
+    finally:
+        os.close(lock_fd)
 
 
 def _read_ninja(build_dir: Path) -> tuple[str, list[str]] | None:
@@ -877,9 +896,9 @@ def load(statement: CppStatement) -> CompiledStatement:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) == 2 and args[0] == "--build-pch":
-        return _build_pch_main(args[1])
-    print("usage: python -m harness.cpp_build --build-pch DIR", file=sys.stderr)
+    if len(args) in (2, 3) and args[0] == "--build-pch":
+        return _build_pch_main(args[1], int(args[2]) if len(args) == 3 else None)
+    print("usage: python -m harness.cpp_build --build-pch DIR [LOCK_FD]", file=sys.stderr)
     return 2
 
 
