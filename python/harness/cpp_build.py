@@ -465,7 +465,12 @@ def _emit_statement(src: _Source, i: int, s: CppStatement) -> None:
         "harness::stmt::Routine routine() {",
     )
     src.user("setup", o, s.setup)
-    src.gen(o, "  int64_t number = co_yield int64_t{0};", "  for (;;) {")
+    src.gen(
+        o,
+        "  const bool harness_sync = harness::stmt::cuda_in_use();",
+        "  int64_t number = co_yield int64_t{0};",
+        "  for (;;) {",
+    )
     if s.batch_setup:
         src.gen(o, "    if (number == harness::stmt::kProbe) number = 1;", "    int64_t harness_elapsed = 0;", "    {",
                 '      slot.set_phase("batch_setup");')
@@ -476,12 +481,12 @@ def _emit_statement(src: _Source, i: int, s: CppStatement) -> None:
                 o,
                 "      harness::stmt::check_batch(batch, number);",
                 "      auto harness_next = std::begin(batch);",
-                "      harness_elapsed = harness::time_loop(number, [&] {",
+                "      harness_elapsed = harness::stmt::timed_block(number, harness_sync, [&] {",
                 "        auto&& item = *harness_next;",
                 "        ++harness_next;",
             )
         else:
-            src.gen(o, "      harness_elapsed = harness::time_loop(number, [&] {")
+            src.gen(o, "      harness_elapsed = harness::stmt::timed_block(number, harness_sync, [&] {")
         src.user("stmt", o, s.stmt)
         src.gen(o, "      });", "    }", "    number = co_yield harness_elapsed;", "  }", "}")
     else:
@@ -502,7 +507,7 @@ def _emit_statement(src: _Source, i: int, s: CppStatement) -> None:
             "      number = co_yield int64_t{0};",
             "      continue;",
             "    }",
-            "    number = co_yield harness::time_loop(number, [&] { harness_body(false); });",
+            "    number = co_yield harness::stmt::timed_block(number, harness_sync, [&] { harness_body(false); });",
             "  }",
             "}",
         )

@@ -103,6 +103,25 @@ class Routine {
   }
 }
 
+// Like harness::time_loop, but when CUDA is in use the device is synchronised
+// before both clock reads, so a block's time includes the GPU work it queued
+// (as torch.utils.benchmark's timer does for Python); once per block, not per
+// run.
+inline bool cuda_in_use() { return torch::cuda::is_available(); }
+
+template <class Body>
+int64_t timed_block(int64_t number, bool sync, Body&& body) {
+  if (!sync) return harness::time_loop(number, std::forward<Body>(body));
+  torch::cuda::synchronize();
+  const int64_t t0 = harness::now_ns();
+  for (int64_t i = 0; i < number; ++i) {
+    body();
+    harness::clobber_memory();
+  }
+  torch::cuda::synchronize();
+  return harness::now_ns() - t0;
+}
+
 // batch_setup that binds `batch` must bind exactly `number` items: one per run.
 template <class Batch>
 void check_batch(const Batch& batch, int64_t number) {
