@@ -27,8 +27,8 @@ each section (``stmt~3``, ``setup~3``, ...), so g++ reports ``stmt~3:2:7``;
 the owner (statement 3) is taken from the file name and the message rewritten
 to ``stmt:2:7`` with the offending line quoted. When a batch fails, the
 statements named in errors are recorded as failed (in the cache too, keyed by
-their content) and the rest are rebuilt; failures that name no statement are
-isolated by bisection.
+their content, for an hour) and the rest are rebuilt; failures that name no
+statement are isolated by bisection.
 
 Counters: ``STATS`` (this process) and ``build.log`` beside the cache (JSON
 lines, every process) record hits, misses, builds and PCH use.
@@ -71,6 +71,7 @@ OPT_FLAGS = ("-O2", "-DNDEBUG")  # what torch's C++ Timer uses, minus -g
 WARNING_FLAGS = ("-Wno-subobject-linkage",)
 PCH_HEADER = "harness_stmt_pch.h"
 MAX_ERROR_CHARS = 6000
+FAILURE_TTL_S = 3600.0  # how long a statement's compile error is trusted without recompiling
 
 STATS: Counter[str] = Counter()  # hits, misses, builds, failed_builds, pch_builds_started, pch_used_builds
 _LOADED: dict[str, ModuleType] = {}
@@ -729,7 +730,12 @@ def _lookup(statement: CppStatement) -> CompiledStatement | str | None:
     except (FileNotFoundError, ValueError):
         return None
     if "error" in entry:
-        return str(entry["error"])
+        # A compile error is cached so the workers of a run do not retry what
+        # the run's prebuild found, but not for ever: the same code may compile
+        # once a header it includes is installed.
+        if time.time() - float(entry.get("time", 0)) < FAILURE_TTL_S:
+            return str(entry["error"])
+        return None
     name, index = entry.get("module"), entry.get("index")
     if not isinstance(name, str) or not isinstance(index, int):
         return None
@@ -840,7 +846,7 @@ def _build_batch(statements: list[CppStatement], report: BuildReport, persist_fa
                 for i, message in errors.items():
                     key = remaining[i].key
                     report.failed[key] = message
-                    atomic_write_text(_index_path(key), json.dumps({"error": message}))
+                    atomic_write_text(_index_path(key), json.dumps({"error": message, "time": time.time()}))
                 remaining = [s for i, s in enumerate(remaining) if i not in errors]
                 continue
             if len(remaining) == 1:
