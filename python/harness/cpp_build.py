@@ -156,6 +156,7 @@ class Toolchain:
     torch_include: str
     ext_suffix: str
     extra_cflags: tuple[str, ...]
+    extra_ldflags: tuple[str, ...]
     header_digest: str
 
     @functools.cached_property
@@ -166,6 +167,15 @@ class Toolchain:
     @property
     def root(self) -> Path:
         return ensure_private_dir(cache_dir("cpp") / self.key)
+
+
+def _fast_linker(cxx: str) -> list[str]:
+    """gold links a statement module against libtorch in about half the time of ld.bfd, when present."""
+    try:
+        out = subprocess.run([cxx, "-fuse-ld=gold", "-Wl,--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return ["-fuse-ld=gold"] if out.returncode == 0 and "gold" in out.stdout.lower() else []
 
 
 @functools.cache
@@ -197,6 +207,7 @@ def toolchain() -> Toolchain:
         torch_include=cpp_extension.include_paths()[0],
         ext_suffix=sysconfig.get_config_var("EXT_SUFFIX") or ".so",
         extra_cflags=tuple(extra),
+        extra_ldflags=tuple(_fast_linker(cxx)),
         header_digest=digest.hexdigest()[:16],
     )
 
@@ -800,6 +811,7 @@ def _compile(statements: list[CppStatement]) -> tuple[ModuleType, str, float]:
                 name=name,
                 sources=sources,
                 extra_cflags=cflags,
+                extra_ldflags=list(tc.extra_ldflags),
                 extra_include_paths=[str(p) for p in include_dirs()],
                 build_directory=str(build_dir),
                 verbose=False,
