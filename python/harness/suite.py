@@ -64,8 +64,8 @@ class Suite:
         self.name = name
         self.description = description
         # How `bench` prints this suite's results: a name in harness.table.TABLES
-        # or "module:function" (results, unit) -> rich renderable; None: the
-        # generic per-task table.
+        # or "module:function" taking (title, results, unit) and returning a rich
+        # renderable; None: the generic per-task table.
         self.table = table
         # Suites that take many minutes (compile time under callgrind, model
         # decoding) set default=False: `bench` with no names skips them.

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -53,7 +54,7 @@ TABLES: dict[str, str] = {
 }
 
 
-def resolve_table(name: str):
+def resolve_table(name: str) -> Callable[[str, list[TaskResult], str], Any]:
     import importlib
 
     target = TABLES.get(name, name)
