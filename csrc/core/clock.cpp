@@ -6,12 +6,6 @@
 
 namespace harness {
 
-int64_t now_ns() noexcept {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
-
 double clock_resolution_ns() noexcept {
   timespec ts;
   if (clock_getres(CLOCK_MONOTONIC, &ts) != 0) return 1.0;

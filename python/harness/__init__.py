@@ -11,6 +11,7 @@ __version__ = "0.1.0"
 from .callable_timer import timeit
 from .callgrind import CallgrindStats, FunctionCount, FunctionCounts
 from .compare import Compare
+from .definitions import GroupedModules, GroupedSetup, GroupedStmts, GroupedVariants, parse_stmts
 from .errors import BuildError, HarnessError, StatementError, UsageError
 from .measurement import Measurement, TaskSpec, select_unit
 from .suite import Suite, TimerDefinition
@@ -23,6 +24,10 @@ __all__ = [
     "Compare",
     "FunctionCount",
     "FunctionCounts",
+    "GroupedModules",
+    "GroupedSetup",
+    "GroupedStmts",
+    "GroupedVariants",
     "HarnessError",
     "Language",
     "Measurement",
@@ -33,6 +38,7 @@ __all__ = [
     "Timer",
     "TimerDefinition",
     "UsageError",
+    "parse_stmts",
     "select_unit",
     "timeit",
 ]

@@ -99,7 +99,7 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _tasks(args: argparse.Namespace):
+def _suites_and_tasks(args: argparse.Namespace):
     from .discovery import default_root, select_suites
     from .task import matches
 
@@ -110,7 +110,11 @@ def _tasks(args: argparse.Namespace):
     if not tasks:
         what = f"-k {args.pattern!r}" if args.pattern else "the selected suites"
         raise UsageError(f"no benchmarks match {what}; see `python -m harness list`")
-    return tasks
+    return suites, tasks
+
+
+def _tasks(args: argparse.Namespace):
+    return _suites_and_tasks(args)[1]
 
 
 def _only(tasks: list, names: list[str]) -> list:
@@ -149,7 +153,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         raise UsageError(f"--timeout must be > 0, got {args.timeout}")
     from .task import with_mode
 
-    tasks = with_mode(_tasks(args), args.mode)
+    suites, tasks = _suites_and_tasks(args)
+    tasks = with_mode(tasks, args.mode)
     kind_writer = writer_for(args.output, tasks) if args.output else None
     if args.output and kind_writer is None:
         check_writable(args.output)
@@ -168,6 +173,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
             )
     env = environment.collect()
     console = Console(stderr=True)
+    from .runner import prepare_tasks
+
+    with console.status("preparing") as status:
+        prepare_tasks(tasks, lambda message: status.update(escape(message)))
     if any(t.mode == "wall" for t in tasks):
         env["noise"] = check_noise()
         warning = warning_block(env["noise"])
@@ -219,7 +228,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
                 counter.close()  # its temporary files, also on Ctrl-C
     order = {(t.full_name, t.mode): i for i, t in enumerate(tasks)}
     results.sort(key=lambda r: order.get((r.task.full_name, r.task.mode), len(order)))
-    print_results(results)
+    print_results(results, tables={s.name: s.table for s in suites if s.table})
     failed = [r for r in results if not r.ok]
     for r in failed:
         console.print(f"[red]FAILED[/red] {escape(r.task.full_name)}: {escape(r.error or '')}", highlight=False)

@@ -42,7 +42,22 @@ RUNNERS: dict[str, str] = {
     "timer": "harness.runner:run_timer_task",
     "gpt_fast": "harness.gpt_fast.runner:run_gpt_fast_task",
     "sampler": "harness.sampler_task:run_sampler_task",
+    "grouped": "harness.definitions:run_grouped_task",
 }
+
+# Called once, in the parent process, with every task of a run before any of
+# them runs: e.g. to compile all C++ statements of a run in one build, so the
+# workers find them in the cache. Each takes (tasks, status) and ignores the
+# tasks it has nothing to do for.
+PREPARERS: list[str] = [
+    "harness.definitions:prepare_tasks",
+]
+
+
+def prepare_tasks(tasks: list[Task], status: Callable[[str], None] | None = None) -> None:
+    for target in PREPARERS:
+        module, _, func = target.partition(":")
+        getattr(importlib.import_module(module), func)(tasks, status)
 
 
 def resolve_runner(kind: str) -> Callable[[Task, float], TaskResult] | None:

@@ -58,9 +58,15 @@ class TimerDefinition:
 class Suite:
     """Holds definitions; ``tasks()`` expands them, checking names are unique."""
 
-    def __init__(self, name: str | None = None, description: str = "", default: bool = True) -> None:
+    def __init__(
+        self, name: str | None = None, description: str = "", default: bool = True, table: str | None = None
+    ) -> None:
         self.name = name
         self.description = description
+        # How `bench` prints this suite's results: a name in harness.table.TABLES
+        # or "module:function" taking (title, results, unit) and returning a rich
+        # renderable; None: the generic per-task table.
+        self.table = table
         # Suites that take many minutes (compile time under callgrind, model
         # decoding) set default=False: `bench` with no names skips them.
         self.default = default

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -67,17 +68,37 @@ def results_table(title: str, results: Iterable[TaskResult]) -> Table:
     return table
 
 
-def print_results(results: list[TaskResult], console: Console | None = None) -> None:
-    """One table per suite and measurement mode (a wall-time and an instruction table for --mode both)."""
+# Suite-specific tables (Suite(table=...)): name -> "module:function" taking
+# (title, results, unit) and returning a rich renderable.
+TABLES: dict[str, str] = {
+    "grouped": "harness.grouped_table:grouped_table",
+}
+
+
+def resolve_table(name: str) -> Callable[[str, list[TaskResult], str], Any]:
+    target = TABLES.get(name, name)
+    module, _, func = target.partition(":")
+    return getattr(importlib.import_module(module), func)
+
+
+def print_results(
+    results: list[TaskResult], console: Console | None = None, tables: dict[str, str] | None = None
+) -> None:
+    """One table per suite: the suite's own (``tables``: suite name -> table name) or the generic one."""
     console = console or Console()
     groups: dict[tuple[str, str], list[TaskResult]] = {}
     for r in results:
         groups.setdefault((r.task.suite, r.task.mode), []).append(r)
     for (suite, mode), rs in groups.items():
+        table = (tables or {}).get(suite)
+        if table:
+            for unit in dict.fromkeys(r.unit for r in rs if r.ok) or ["s"]:
+                console.print(resolve_table(table)(suite, rs, unit))
+            continue
         plain = [r for r in rs if r.task.kind not in KIND_TABLES]
         if plain:
             console.print(results_table(table_title(suite, [r for r in plain if r.ok], mode), plain))
         for kind in dict.fromkeys(r.task.kind for r in rs if r.task.kind in KIND_TABLES):
             module, _, func = KIND_TABLES[kind].partition(":")
-            table = getattr(importlib.import_module(module), func)
-            console.print(table(suite, [r for r in rs if r.task.kind == kind]))
+            kind_table = getattr(importlib.import_module(module), func)
+            console.print(kind_table(suite, [r for r in rs if r.task.kind == kind]))

@@ -61,6 +61,8 @@ def matches(task: Task, pattern: str | None) -> bool:
 
     def term(t: str) -> bool:
         t = t.strip()
+        if t in (name, task.name):  # exact names hold brackets, which globs would read as classes
+            return True
         if any(c in t for c in "*?["):
             return fnmatch.fnmatchcase(name, t) or fnmatch.fnmatchcase(task.name, t)
         return t in name

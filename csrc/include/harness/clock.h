@@ -7,11 +7,18 @@
 #pragma once
 
 #include <cstdint>
+#include <ctime>
 
 namespace harness {
 
-// Nanoseconds since an arbitrary fixed point.
-int64_t now_ns() noexcept;
+// Nanoseconds since an arbitrary fixed point. Inline so that code built
+// outside the core (generated C++ statement modules) times its loops with the
+// same clock without linking clock.cpp.
+inline int64_t now_ns() noexcept {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
 
 // Smallest non-zero step the clock reports, in ns (clock_getres).
 double clock_resolution_ns() noexcept;
