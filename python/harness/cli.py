@@ -1,4 +1,4 @@
-"""Command line: ``python -m harness {list,bench,cache}``."""
+"""Command line: ``python -m harness {list,bench,check,cache}``."""
 
 from __future__ import annotations
 
@@ -32,7 +32,11 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("suites", nargs="*", metavar="SUITE", help="suite names (default: all)")
     bench.add_argument("-k", dest="pattern", help="only benchmarks whose name matches (substring, glob, and/or/not)")
     bench.add_argument("--path", help="directory holding the suites (default: ./benchmarks)")
-    bench.add_argument("--output", "-o", help="write the run record to FILE (.json)")
+    bench.add_argument(
+        "--output", "-o",
+        help="write the run record to FILE (.json); with a .csv name, write name,metric,value rows "
+        "there and the run record beside it (same name, .json)",
+    )
     bench.add_argument("--min-run-time", type=float, default=0.2, help="seconds per benchmark (default 0.2)")
     bench.add_argument(
         "--jobs", "-j", type=int, default=1,
@@ -44,6 +48,16 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument(
         "--in-process", action="store_true",
         help="run tasks in this process (no crash isolation or timeouts; for debugging)",
+    )
+
+    check = sub.add_parser(
+        "check", help="gate a run's metrics against expected values (exit 1 on a regression or a missing case)"
+    )
+    check.add_argument("results", metavar="RESULTS", help="a metric CSV (bench --output X.csv) or a run record (.json)")
+    check.add_argument("--expected", required=True, metavar="FILE", help="CSV of name,metric,expected,noise_margin")
+    check.add_argument(
+        "--update", action="store_true",
+        help="rewrite FILE: rows that moved by more than a third of their margin take the new value, new rows are added",
     )
 
     cache = sub.add_parser("cache", help="inspect or clear the per-user cache")
@@ -85,8 +99,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         raise UsageError(f"--jobs must be >= 1, got {args.jobs}")
     if not args.timeout > 0:
         raise UsageError(f"--timeout must be > 0, got {args.timeout}")
-    if args.output and Path(args.output).suffix not in (".json",):
-        raise UsageError(f"--output {args.output}: use a .json file name")
+    if args.output and Path(args.output).suffix not in (".json", ".csv"):
+        raise UsageError(f"--output {args.output}: use a .json (run record) or .csv (metric rows) file name")
     tasks = _tasks(args)
     env = environment.collect()
     console = Console(stderr=True)
@@ -126,12 +140,67 @@ def cmd_bench(args: argparse.Namespace) -> int:
     for r in failed:
         console.print(f"[red]FAILED[/red] {escape(r.task.full_name)}: {escape(r.error or '')}", highlight=False)
     if args.output:
-        RunRecord(environment=env, results=results).save(args.output)
-        console.print(f"run record written to {args.output}")
+        record_path = Path(args.output)
+        if record_path.suffix == ".csv":
+            from .metrics import write_metric_csv
+
+            rows = write_metric_csv(record_path, results)
+            console.print(f"{rows} metric rows written to {record_path}")
+            record_path = record_path.with_suffix(".json")
+        RunRecord(environment=env, results=results).save(record_path)
+        console.print(f"run record written to {record_path}")
     if interrupted:
         console.print(f"harness: interrupted; kept {len(results)} of {len(tasks)} results")
         return 130
     return 1 if failed else 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from . import check
+    from .check_report import print_verdicts
+
+    expected = check.read_expected(args.expected)
+    actual = check.read_results(args.results)
+    verdicts = check.check(expected, actual)
+    console = Console()
+    print_verdicts(verdicts, console)
+    refresh = check.refresh_command(args.results, args.expected)
+    counts = {v: sum(1 for x in verdicts if x.verdict == v) for v in (check.REGRESSION, check.MISSING, check.IMPROVED, check.NEW)}
+    if args.update:
+        update = check.updated(expected, actual)
+        if update.changed or update.added:
+            check.write_update(expected, update)
+        console.print(
+            f"updated {args.expected}: {len(update.changed)} row(s) changed, {len(update.added)} added, "
+            f"the rest unchanged (rows move only beyond a third of their margin)",
+            highlight=False, markup=False, soft_wrap=True,
+        )
+        if counts[check.MISSING]:
+            console.print(
+                f"{counts[check.MISSING]} expected row(s) have no result and were kept; "
+                "delete them by hand if those cases are gone",
+                highlight=False, markup=False, soft_wrap=True,
+            )
+            return 1
+        return 0
+    if counts[check.NEW]:
+        console.print(
+            f"[yellow]warning:[/yellow] {counts[check.NEW]} result(s) have no expected row; add them with:\n  {escape(refresh)}",
+            highlight=False, soft_wrap=True,
+        )
+    if counts[check.REGRESSION] or counts[check.MISSING]:
+        console.print(
+            f"[red]FAILED[/red]: {counts[check.REGRESSION]} regression(s), {counts[check.MISSING]} missing result(s). "
+            f"If the change is intended, refresh the expected values with:\n  {escape(refresh)}",
+            highlight=False, soft_wrap=True,
+        )
+        return 1
+    if counts[check.IMPROVED]:
+        console.print(
+            f"{counts[check.IMPROVED]} case(s) improved beyond their margin; record the new values with:\n  {escape(refresh)}",
+            highlight=False, soft_wrap=True,
+        )
+    return 0
 
 
 def cmd_cache(args: argparse.Namespace) -> int:
@@ -147,7 +216,7 @@ def cmd_cache(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"list": cmd_list, "bench": cmd_bench, "cache": cmd_cache}
+COMMANDS = {"list": cmd_list, "bench": cmd_bench, "check": cmd_check, "cache": cmd_cache}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -36,6 +36,7 @@ def run_timer_task(task: Task, min_run_time: float) -> TaskResult:
 # basic suite never imports the compile-time or gpt-fast machinery.
 RUNNERS: dict[str, str] = {
     "timer": "harness.runner:run_timer_task",
+    "compile_time": "harness.compile_time.runner:run_compile_time_task",
 }
 
 

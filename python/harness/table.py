@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import importlib
+from collections.abc import Callable, Iterable
 
 from rich.console import Console
 from rich.markup import escape
@@ -46,10 +47,25 @@ def results_table(title: str, results: Iterable[TaskResult]) -> Table:
     return table
 
 
+# Task kind -> "module:function(title, results) -> Table" for kinds with their own layout.
+KIND_TABLES: dict[str, str] = {
+    "compile_time": "harness.compile_time.table:compile_time_table",
+}
+
+
+def _table_for(kind: str) -> Callable[[str, list[TaskResult]], Table]:
+    target = KIND_TABLES.get(kind)
+    if target is None:
+        return results_table
+    module, _, func = target.partition(":")
+    return getattr(importlib.import_module(module), func)
+
+
 def print_results(results: list[TaskResult], console: Console | None = None) -> None:
     console = console or Console()
-    by_suite: dict[str, list[TaskResult]] = {}
+    groups: dict[tuple[str, str], list[TaskResult]] = {}
     for r in results:
-        by_suite.setdefault(r.task.suite, []).append(r)
-    for suite, rs in by_suite.items():
-        console.print(results_table(suite, rs))
+        kind = r.task.kind if r.task.kind in KIND_TABLES else ""
+        groups.setdefault((r.task.suite, kind), []).append(r)
+    for (suite, kind), rs in groups.items():
+        console.print(_table_for(kind)(suite, rs))

@@ -1,0 +1,39 @@
+"""Runner for ``compile_time`` tasks: rebuild the case, collect it, report its metrics."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..result import TaskResult
+from ..task import Task
+from .benchmark import load_case
+from .collect import collect, wall_seconds
+
+INSTRUCTIONS = "compile_time_instruction_count"
+SECONDS = "compile_time_s"
+
+
+def run_compile_time_task(task: Task, min_run_time: float) -> TaskResult:
+    """``min_run_time`` does not apply: a case runs its fixed number of iterations."""
+    case = load_case(dict(task.params))
+    extra: dict[str, Any] = {"case": case.name(), "description": case.description()}
+    if task.mode == "instructions":
+        from ..counters import get_counter
+
+        counter = get_counter()
+        iterations = case.callgrind_iterations if counter.name == "callgrind" else case.iterations
+        result = collect(case, lambda fn: float(counter.count(fn)), iterations)
+        unit = "instructions"
+        extra["counter"] = counter.name
+        extra["metrics"] = {INSTRUCTIONS: result.min, f"{INSTRUCTIONS}_cold": result.cold}
+    else:
+        iterations = case.iterations
+        result = collect(case, wall_seconds, iterations)
+        unit = "s"
+        extra["metrics"] = {
+            SECONDS: result.min,
+            f"{SECONDS}_median": result.median,
+            f"{SECONDS}_cold": result.cold,
+        }
+    extra.update(actual=result.min, cold=result.cold, iterations=iterations, calls=case.calls)
+    return TaskResult(task=task, status="ok", unit=unit, samples=list(result.warm), extra=extra)
