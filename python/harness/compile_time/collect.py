@@ -61,8 +61,18 @@ def _deterministic_compiler() -> Iterator[None]:
         yield
 
 
-def collect(case: CompileTimeBenchmark, measure: Measure = wall_seconds, iterations: int | None = None) -> Collection:
-    """Run ``case`` for ``iterations`` (default ``case.iterations``); the first is the cold one."""
+def collect(
+    case: CompileTimeBenchmark,
+    measure: Measure = wall_seconds,
+    iterations: int | None = None,
+    cold_measure: Measure | None = None,
+) -> Collection:
+    """Run ``case`` for ``iterations`` (default ``case.iterations``); the first is the cold one.
+
+    ``cold_measure`` (default ``measure``) measures the cold iteration: under
+    callgrind, counting it would cost several warm iterations for a figure
+    that depends on what the worker process ran before.
+    """
     n = case.iterations if iterations is None else iterations
     if n < 2:
         raise ValueError(f"iterations must be >= 2 (one cold iteration plus one measured), got {n}")
@@ -73,9 +83,9 @@ def collect(case: CompileTimeBenchmark, measure: Measure = wall_seconds, iterati
     values: list[float] = []
     with _deterministic_compiler():
         case.prepare_once()
-        for _ in range(n):
+        for i in range(n):
             case.prepare()
             gc.collect()
             with _gc_paused():
-                values.append(measure(case.work) / case.calls)
+                values.append((measure if i or cold_measure is None else cold_measure)(case.work) / case.calls)
     return Collection(cold=values[0], warm=values[1:])

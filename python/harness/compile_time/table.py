@@ -13,6 +13,12 @@ def _case(r: TaskResult) -> str:
     return str(r.extra.get("case") or r.task.params.get("case") or r.task.name)
 
 
+def _cold(r: TaskResult) -> str:
+    if r.extra.get("cold_unit") == "s":
+        return f"({r.extra['cold']:.3g} s)"  # timed, not counted (callgrind)
+    return format_value(r.extra["cold"], "instructions")
+
+
 def compile_time_table(title: str, results: list[TaskResult]) -> Table:
     """Min over warm iterations, the cold (first) iteration beside it."""
     by_case: dict[str, dict[str, TaskResult]] = {}
@@ -36,7 +42,7 @@ def compile_time_table(title: str, results: list[TaskResult]) -> Table:
         table.add_row(
             escape(case) + (" [dim](per call)[/dim]" if per_call and per_call > 1 else ""),
             format_value(instr.extra["actual"], "instructions") if ok_instr else "",
-            format_value(instr.extra["cold"], "instructions") if ok_instr else "",
+            _cold(instr) if ok_instr else "",
             f"{wall.extra['actual']:.4g}" if ok_wall else "",
             f"{wall.median:.4g}" if ok_wall else "",
             escape(str(instr.extra.get("counter", ""))) if ok_instr else "",
