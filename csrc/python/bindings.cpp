@@ -52,6 +52,32 @@ harness::Sampler to_sampler(const py::object& obj) {
   return [obj](int64_t n) { return obj(n).cast<int64_t>(); };
 }
 
+// Fixed native bodies for testing instruction counting without compiling a
+// C++ statement: k additions per run, behind optimisation barriers so each
+// run executes exactly the same instructions.
+template <int K>
+int64_t add_loop(int64_t number) {
+  const int64_t t0 = harness::now_ns();
+  for (int64_t i = 0; i < number; ++i) {
+    int64_t acc = i;
+    for (int k = 0; k < K; ++k) {
+      harness::do_not_optimize(acc);
+      acc += k + 1;
+    }
+    harness::do_not_optimize(acc);
+  }
+  return harness::now_ns() - t0;
+}
+
+py::capsule test_sampler(const std::string& name) {
+  NativeSamplerFn fn = nullptr;
+  if (name == "add0") fn = &add_loop<0>;
+  if (name == "add1") fn = &add_loop<1>;
+  if (name == "add10") fn = &add_loop<10>;
+  if (fn == nullptr) throw py::value_error("test_sampler: name must be add0, add1 or add10, got " + name);
+  return py::capsule(reinterpret_cast<void*>(fn), kSamplerCapsule);
+}
+
 harness::BlockCallback to_callback(const py::object& cb) {
   if (cb.is_none()) return nullptr;
   return [cb](int64_t number, int64_t ns) { cb(number, ns); };
@@ -136,4 +162,42 @@ PYBIND11_MODULE(_C, m) {
   cg.def("region_end", &harness::callgrind::region_end);
   cg.def("zero_stats", &harness::callgrind::zero_stats);
   cg.def("dump_stats", [](const std::string& reason) { harness::callgrind::dump_stats(reason.c_str()); });
+  cg.def("stop_instrumentation", &harness::callgrind::stop_instrumentation);
+  cg.def("start_instrumentation", &harness::callgrind::start_instrumentation);
+  cg.def("toggle_region", &harness::callgrind::toggle_region,
+         "Begin a region outside one, end it inside one; returns 0 (a clock for generated blocks).");
+  cg.def(
+      "count_call", [](const py::object& fn) { harness::callgrind::in_region([&] { fn(); }); }, py::arg("fn"),
+      "Call fn() with collection on around exactly that call.");
+  cg.def(
+      "run_sampler",
+      [](const py::object& sampler, int64_t number) {
+        const harness::Sampler s = to_sampler(sampler);
+        return harness::callgrind::in_region(s, number);
+      },
+      py::arg("sampler"), py::arg("number"), "Run sampler(number) with collection on around exactly that call.");
+
+  m.def("test_sampler", &test_sampler, py::arg("name"),
+        "A native 'harness.sampler' capsule running k additions per run (add0, add1, add10), for tests.");
+
+  auto perf = m.def_submodule("perf", "The hardware instruction counter (Linux perf_event_open).");
+  py::class_<harness::perf::InstructionCounter>(perf, "InstructionCounter")
+      .def_property_readonly("ok", &harness::perf::InstructionCounter::ok)
+      .def_property_readonly("reason", &harness::perf::InstructionCounter::reason)
+      .def("toggle", &harness::perf::InstructionCounter::toggle,
+           "Start counting when stopped, else stop (see last); returns 0 (a clock for generated blocks).")
+      .def_property_readonly("last", &harness::perf::InstructionCounter::last,
+                             "Count of the last toggle() pair; -1 when multiplexed.")
+      .def(
+          "count", [](harness::perf::InstructionCounter& c, const py::object& fn) { return c.count([&] { fn(); }); },
+          py::arg("fn"), "Instructions this thread retired in fn(); -1 when the counter was multiplexed.")
+      .def(
+          "count_sampler",
+          [](harness::perf::InstructionCounter& c, const py::object& sampler, int64_t number) {
+            const harness::Sampler s = to_sampler(sampler);
+            return c.count(s, number);
+          },
+          py::arg("sampler"), py::arg("number"));
+  perf.def("open", &harness::perf::InstructionCounter::open,
+           "Open this thread's instruction counter; .ok is False (with .reason) where it cannot be used.");
 }

@@ -22,7 +22,7 @@ from .errors import BuildError
 
 _REPO_ROOT = Path(__file__).resolve().parents[2]
 CSRC = _REPO_ROOT / "csrc"
-CORE_SOURCES = ("core/clock.cpp", "core/stats.cpp", "core/runner.cpp", "core/callgrind.cpp")
+CORE_SOURCES = ("core/clock.cpp", "core/stats.cpp", "core/runner.cpp", "core/callgrind.cpp", "core/perf_counter.cpp")
 BINDING_SOURCES = ("python/bindings.cpp",)
 
 

@@ -34,6 +34,14 @@ class WorkerDied(Exception):
     pass
 
 
+class WorkerStartFailed(WorkerDied):
+    """The worker died or hung before saying it was ready; carries its pid and stderr."""
+
+    def __init__(self, message: str, pid: int) -> None:
+        super().__init__(message)
+        self.pid = pid
+
+
 class Worker:
     """One worker process and its pipes."""
 
@@ -58,7 +66,12 @@ class Worker:
         self._stderr_lock = threading.Lock()
         self._stderr_thread = threading.Thread(target=self._drain_stderr, daemon=True)
         self._stderr_thread.start()
-        self._receive(start_timeout, what="start")
+        try:
+            self._receive(start_timeout, what="start")
+        except (TimeoutError, WorkerDied) as exc:
+            reason = f"no answer in {start_timeout:g} s" if isinstance(exc, TimeoutError) else str(exc)
+            self.kill()
+            raise WorkerStartFailed(_with_stderr(reason, self.take_stderr()), self.proc.pid) from None
 
     def _drain_stderr(self) -> None:
         assert self.proc.stderr is not None
@@ -142,12 +155,16 @@ class WorkerPool:
         env: dict[str, str] | None = None,
         timeout: float = DEFAULT_TIMEOUT,
         start_timeout: float = 600.0,
+        diagnostics: Callable[[int], str] | None = None,
     ) -> None:
+        """``diagnostics(pid)``: what the ``prefix`` tool logged about a worker that failed,
+        attached to the failed result (e.g. valgrind's report of a crash)."""
         self.jobs = max(1, jobs)
         self.prefix = list(prefix)
         self.env = env
         self.timeout = timeout
         self.start_timeout = start_timeout
+        self.diagnostics = diagnostics
         self._workers: list[Worker] = []
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -164,10 +181,21 @@ class WorkerPool:
             if worker in self._workers:
                 self._workers.remove(worker)
 
+    def _notes(self, pid: int) -> str:
+        if self.diagnostics is None:
+            return ""
+        try:
+            notes = self.diagnostics(pid).strip()
+        except Exception as exc:  # diagnostics must never hide the failure itself
+            notes = f"(could not read diagnostics: {exc})"
+        return f"\n--- {Path(self.prefix[0]).name if self.prefix else 'worker'} ---\n{notes}" if notes else ""
+
     def _run_one(self, worker: Worker | None, task: Task, min_run_time: float) -> tuple[Worker | None, TaskResult]:
         try:
             if worker is None:
                 worker = self._start_worker()
+        except WorkerStartFailed as exc:
+            return None, TaskResult(task=task, status="failed", error=f"could not start a worker: {exc}{self._notes(exc.pid)}")
         except (TimeoutError, WorkerDied, OSError) as exc:
             return None, TaskResult(task=task, status="failed", error=f"could not start a worker: {exc}")
         try:
@@ -176,12 +204,14 @@ class WorkerPool:
             self._drop(worker)
             stderr = worker.take_stderr()
             timeout = task.params.get("timeout") or self.timeout
-            return None, TaskResult(task=task, status="failed", error=_with_stderr(f"timed out after {timeout:g} s; the task was killed", stderr))
+            message = _with_stderr(f"timed out after {timeout:g} s; the task was killed", stderr)
+            return None, TaskResult(task=task, status="failed", error=message + self._notes(worker.proc.pid))
         except WorkerDied as exc:
             self._drop(worker)
             if self._stopping.is_set():
                 raise KeyboardInterrupt from None
-            return None, TaskResult(task=task, status="failed", error=_with_stderr(str(exc), worker.take_stderr()))
+            message = _with_stderr(str(exc), worker.take_stderr()) + self._notes(worker.proc.pid)
+            return None, TaskResult(task=task, status="failed", error=message)
 
     def run(
         self,

@@ -14,6 +14,10 @@ DEFAULT_MIN_RUN_TIME = 0.2
 
 
 def run_timer_task(task: Task, min_run_time: float) -> TaskResult:
+    if task.mode == "instructions":
+        from .instructions import run_timer_instructions
+
+        return run_timer_instructions(task, min_run_time)
     from .timer import Timer
 
     p = task.params
@@ -36,6 +40,7 @@ def run_timer_task(task: Task, min_run_time: float) -> TaskResult:
 # basic suite never imports the compile-time or gpt-fast machinery.
 RUNNERS: dict[str, str] = {
     "timer": "harness.runner:run_timer_task",
+    "sampler": "harness.sampler_task:run_sampler_task",
     "compile_time": "harness.compile_time.runner:run_compile_time_task",
 }
 

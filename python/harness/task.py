@@ -34,6 +34,22 @@ class Task:
         return cls(data["suite"], data["name"], data["kind"], dict(data["params"]), data.get("mode", "wall"))
 
 
+MODES = ("wall", "instructions", "both")
+
+
+def with_mode(tasks: list[Task], mode: str | None) -> list[Task]:
+    """Tasks measured in ``mode``: "wall" or "instructions" sets every task's mode, "both" gives
+    each task a wall-time and an instruction-count twin, None keeps the modes suites defined."""
+    if mode is None:
+        return list(tasks)
+    if mode not in MODES:
+        from .errors import UsageError
+
+        raise UsageError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
+    modes = ("wall", "instructions") if mode == "both" else (mode,)
+    return [t if t.mode == m else dataclasses.replace(t, mode=m) for t in tasks for m in modes]
+
+
 def matches(task: Task, pattern: str | None) -> bool:
     """pytest-style -k: a substring, or a glob when it has wildcards; `a or b`, `not a` work."""
     if not pattern:

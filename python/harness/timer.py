@@ -5,11 +5,14 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .core_loader import native
 from .errors import UsageError
 from .measurement import Measurement, TaskSpec
+
+if TYPE_CHECKING:
+    from .callgrind import CallgrindStats
 from .python_block import PythonBlock
 
 
@@ -84,6 +87,9 @@ class Timer:
             raise UsageError(f"setup must be a string, got {type(setup).__name__}")
         _positive("num_threads", num_threads, int)
         self._language = parse_language(language)
+        # Kept for collect_callgrind, which rebuilds the statement in its worker.
+        self._callgrind_globals = dict(globals or {})
+        self._callgrind_batch_setup = batch_setup
         self._task_spec = TaskSpec(
             stmt=stmt,
             setup=setup,
@@ -162,3 +168,27 @@ class Timer:
                 self._block.sampler(), threshold, min_run_time, max_run_time, self._wrap_callback(callback)
             )
         return self._measurement(n, raw)
+
+    def collect_callgrind(
+        self,
+        number: int = 100,
+        *,
+        repeats: int | None = None,
+        collect_baseline: bool = True,
+        retain_out_file: bool = False,
+        timeout: float | None = None,
+    ) -> CallgrindStats | tuple[CallgrindStats, ...]:
+        """Instruction counts of ``number`` runs under callgrind, as torch's ``collect_callgrind``.
+
+        The statement runs in this process's callgrind worker (started on the
+        first call, reused by later ones). ``repeats``: that many measurements,
+        returned as a tuple (each from the same warmed-up state, so Python
+        statements repeat exactly). ``collect_baseline``: also measure the
+        empty statement, which ``counts(denoise=True)`` subtracts (Python
+        only, as in torch). ``globals`` must be builtins or wrapped in
+        ``torch.utils.benchmark.CopyIfCallgrind``. ``timeout``: seconds before
+        the measurement is killed (default 1800).
+        """
+        from .callgrind_worker import collect_callgrind
+
+        return collect_callgrind(self, number, repeats, collect_baseline, retain_out_file, timeout)

@@ -14,6 +14,7 @@
 #include "harness/barrier.h"
 #include "harness/callgrind.h"
 #include "harness/clock.h"
+#include "harness/perf_counter.h"
 #include "harness/runner.h"
 #include "harness/stats.h"
 

@@ -1,0 +1,184 @@
+"""The callgrind worker behind ``Timer.collect_callgrind``: started once per process, reused.
+
+torch starts a fresh ``valgrind python`` (and ``import torch`` under it) for
+every call; here the first call starts one worker under callgrind and later
+calls send it their statements, so start-up is paid once per process. The
+worker is restarted after a crash or a timeout and closed when the process
+exits; its temporary files go with it.
+"""
+
+from __future__ import annotations
+
+import atexit
+import re
+import threading
+from typing import Any
+
+from .callgrind import CallgrindStats, FunctionCounts, empty_counts
+from .counters import CallgrindCounter
+from .errors import HarnessError, StatementError, UsageError
+from .pool import Worker, WorkerDied, WorkerStartFailed, _with_stderr
+from .result import TaskResult
+from .task import Task
+
+DEFAULT_TIMEOUT = 1800.0  # seconds for one collect_callgrind call: callgrind is ~50x slower than native
+START_TIMEOUT = 600.0
+
+
+class CallgrindWorker:
+    """One long-lived worker process under callgrind, used by one process's Timers."""
+
+    def __init__(self) -> None:
+        self._counter: CallgrindCounter | None = None
+        self._worker: Worker | None = None
+        self._lock = threading.Lock()
+
+    def run(self, task: Task, timeout: float) -> TaskResult:
+        with self._lock:
+            if self._counter is None:
+                CallgrindCounter.require_valgrind()
+                self._counter = CallgrindCounter()
+            counter = self._counter
+            if self._worker is None or self._worker.proc.poll() is not None:
+                self._discard()
+                try:
+                    self._worker = Worker(counter.worker_prefix(), counter.worker_env(), START_TIMEOUT)
+                except WorkerStartFailed as exc:
+                    raise HarnessError(_with_notes(f"could not start the callgrind worker: {exc}", counter, exc.pid)) from None
+            worker = self._worker
+            try:
+                return worker.run(task, 0.0, timeout)
+            except TimeoutError:
+                self._discard()
+                raise HarnessError(
+                    _with_notes(
+                        _with_stderr(
+                            f"collect_callgrind timed out after {timeout:g} s; the measuring process was killed "
+                            "(pass a larger timeout= for long statements)",
+                            worker.take_stderr(),
+                        ),
+                        counter,
+                        worker.proc.pid,
+                    )
+                ) from None
+            except WorkerDied as exc:
+                self._discard()
+                raise StatementError(
+                    _with_notes(_with_stderr(f"the callgrind worker died: {exc}", worker.take_stderr()), counter, worker.proc.pid)
+                ) from None
+            except BaseException:  # Ctrl-C: the worker may be mid-task; do not reuse it
+                self._discard()
+                raise
+
+    def _discard(self) -> None:
+        if self._worker is not None:
+            self._worker.kill()
+            self._worker = None
+
+    def close(self) -> None:
+        with self._lock:
+            if self._worker is not None:
+                self._worker.close()
+                self._worker = None
+            if self._counter is not None:
+                self._counter.close()
+                self._counter = None
+
+
+def _with_notes(message: str, counter: CallgrindCounter, pid: int) -> str:
+    notes = counter.diagnostics(pid)
+    return f"{message}\n--- valgrind ---\n{notes}" if notes else message
+
+
+_shared: CallgrindWorker | None = None
+_shared_lock = threading.Lock()
+
+
+def shared_worker() -> CallgrindWorker:
+    """This process's callgrind worker (closed at exit)."""
+    global _shared
+    with _shared_lock:
+        if _shared is None:
+            _shared = CallgrindWorker()
+            atexit.register(_shared.close)
+        return _shared
+
+
+def _positive_int(name: str, value: Any) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise UsageError(f"{name} must be a positive int, got {value!r}")
+    return value
+
+
+def collect_callgrind(
+    timer: Any,
+    number: int = 100,
+    repeats: int | None = None,
+    collect_baseline: bool = True,
+    retain_out_file: bool = False,
+    timeout: float | None = None,
+) -> CallgrindStats | tuple[CallgrindStats, ...]:
+    """``Timer.collect_callgrind``: one CallgrindStats, or a tuple of them when ``repeats`` is given."""
+    from .instructions import dump_globals
+    from .timer import Language
+
+    _positive_int("number", number)
+    if repeats is not None:
+        _positive_int("repeats", repeats)
+    if timeout is not None and not timeout > 0:
+        raise UsageError(f"timeout must be > 0 seconds, got {timeout!r}")
+    spec = timer.task_spec
+    python = timer.language is Language.PYTHON
+    if not python and timer._callgrind_globals:
+        raise UsageError("globals are only supported for Python statements")
+    params = {
+        "stmt": spec.stmt,
+        "setup": spec.setup,
+        "global_setup": spec.global_setup,
+        "batch_setup": timer._callgrind_batch_setup,
+        "language": "python" if python else "cpp",
+        "num_threads": spec.num_threads,
+        "number": number,
+        "repeats": repeats or 1,
+        "baseline": bool(collect_baseline) and python,
+        "detail": "full",
+        "retain_out_file": bool(retain_out_file),
+        "globals": dump_globals(timer._callgrind_globals) if python else None,
+    }
+    task = Task(suite="timer", name="collect_callgrind", kind="timer", params=params, mode="instructions")
+    result = shared_worker().run(task, timeout or DEFAULT_TIMEOUT)
+    if not result.ok:
+        raise StatementError(f"collect_callgrind failed: {result.error}")
+    stats = stats_from_result(result, spec, number, retain_out_file)
+    return stats if repeats is not None else stats[0]
+
+
+def stats_from_result(result: TaskResult, spec: Any, number: int, retain_out_file: bool) -> tuple[CallgrindStats, ...]:
+    data = result.extra["callgrind"]
+    base = data.get("baseline")
+    if base:
+        base_incl = FunctionCounts.from_mapping(base["inclusive"], inclusive=True)
+        base_excl = FunctionCounts.from_mapping(base["exclusive"], inclusive=False)
+    else:
+        base_incl, base_excl = empty_counts(True), empty_counts(False)
+    debug = built_with_debug_symbols()
+    return tuple(
+        CallgrindStats(
+            task_spec=spec,
+            number_per_run=number,
+            built_with_debug_symbols=debug,
+            baseline_inclusive_stats=base_incl,
+            baseline_exclusive_stats=base_excl,
+            stmt_inclusive_stats=FunctionCounts.from_mapping(s["inclusive"], inclusive=True),
+            stmt_exclusive_stats=FunctionCounts.from_mapping(s["exclusive"], inclusive=False),
+            stmt_callgrind_out=s.get("out") if retain_out_file else None,
+        )
+        for s in data["stmt"]
+    )
+
+
+def built_with_debug_symbols() -> bool:
+    import torch
+
+    found = re.search(r"BUILD_TYPE=(.+?),", torch.__config__.show())
+    return bool(found) and found.group(1) == "RelWithDebInfo"

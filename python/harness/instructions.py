@@ -1,0 +1,231 @@
+"""Instruction-count runs of Timer tasks (``mode="instructions"``), inside a counter's worker.
+
+The statement is compiled into the same block as for wall time, but its two
+clock reads become the counter's region markers, so exactly the loop is
+counted (for C++ statements, the native sampler call, whose loop is in C++).
+An empty statement with the same loop (the baseline) is measured once per
+worker and run count and subtracted: a result is the statement's own
+instructions per run.
+
+Parameters (``task.params``, besides the Timer's): ``number`` runs per
+measurement (default 100), ``repeats`` measurements (default 1),
+``baseline`` (default True for Python), ``detail``: "symbols" (default: top
+functions per run in ``extra["symbols"]``), "total" (counts only) or "full"
+(every function, inclusive and exclusive, for ``CallgrindStats``; with
+``retain_out_file`` also the callgrind file's text).
+"""
+
+from __future__ import annotations
+
+import base64
+import collections
+import io
+import pickle
+from collections.abc import Mapping
+from typing import Any
+
+from .callgrind import is_noisy, standardize_symbol
+from .callgrind_output import Profile
+from .counters import InstructionCounter, worker_counter
+from .errors import HarnessError, UsageError
+from .result import TaskResult
+from .task import Task
+
+DEFAULT_NUMBER = 100
+TOP_SYMBOLS = 30
+DETAILS = ("total", "symbols", "full")
+
+# (counter, language, number, threads, detail) -> baseline profile, per worker.
+_baselines: dict[tuple[Any, ...], Profile] = {}
+
+
+def _positive_int(params: Mapping[str, Any], key: str, default: int) -> int:
+    value = params.get(key)
+    if value is None:
+        return default
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise UsageError(f"{key} must be a positive int, got {value!r}")
+    return value
+
+
+def _python_block(params: Mapping[str, Any], stmt: str, counter: InstructionCounter, with_globals: bool) -> Any:
+    from .python_block import PythonBlock
+
+    return PythonBlock(
+        stmt,
+        params.get("setup") or "pass",
+        params.get("global_setup") or "",
+        batch_setup=params.get("batch_setup"),
+        globals=load_globals(params.get("globals")) if with_globals else None,
+        clock_ns=counter.clock(),
+    )
+
+
+def _cpp_block(params: Mapping[str, Any], stmt: str) -> Any:
+    try:
+        from .cpp_stmt import CppBlock  # type: ignore[import-not-found]
+    except ImportError as exc:
+        raise HarnessError(f"C++ statements are not available in this harness build: {exc}") from None
+    return CppBlock(stmt, params.get("setup") or "", params.get("global_setup") or "", batch_setup=params.get("batch_setup"))
+
+
+def measure_block(
+    block: Any, counter: InstructionCounter, number: int, repeats: int, *, clocked: bool, detail: str,
+    keep_text: bool = False,
+) -> list[Profile]:
+    with block.translate_errors():
+        sampler = block.sampler()
+        return counter.measure(sampler, number, repeats, clocked=clocked, detail=detail != "total", keep_text=keep_text)
+
+
+def run_timer_instructions(task: Task, min_run_time: float) -> TaskResult:
+    """The runner for Timer tasks in instruction mode (called by ``run_timer_task``)."""
+    from .timer import Language, parse_language, torch_threads
+
+    p = task.params
+    counter = worker_counter()
+    language = parse_language(p.get("language", "python"))
+    number = _positive_int(p, "number", DEFAULT_NUMBER)
+    repeats = _positive_int(p, "repeats", 1)
+    threads = _positive_int(p, "num_threads", 1)
+    detail = p.get("detail") or "symbols"
+    if detail not in DETAILS:
+        raise UsageError(f"detail must be one of {', '.join(DETAILS)}, got {detail!r}")
+    python = language is Language.PYTHON
+    want_baseline = bool(p.get("baseline", True)) and python
+
+    with torch_threads(threads):
+        if python:
+            block = _python_block(p, p["stmt"], counter, with_globals=True)
+        else:
+            block = _cpp_block(p, p["stmt"])
+        keep_text = detail == "full" and bool(p.get("retain_out_file"))
+        stmt = measure_block(block, counter, number, repeats, clocked=python, detail=detail, keep_text=keep_text)
+        baseline = None
+        if want_baseline:
+            key = (counter.name, language.name, number, threads, detail)
+            baseline = _baselines.get(key)
+            if baseline is None:
+                empty = _python_block({}, "pass", counter, with_globals=False)
+                baseline = measure_block(empty, counter, number, 1, clocked=True, detail=detail)[0]
+                _baselines[key] = baseline
+    return instruction_result(task, counter, stmt, baseline, number, detail)
+
+
+def instruction_result(
+    task: Task,
+    counter: InstructionCounter,
+    stmt: list[Profile],
+    baseline: Profile | None,
+    number: int,
+    detail: str,
+) -> TaskResult:
+    base_total = baseline.total if baseline is not None else 0
+    extra: dict[str, Any] = {
+        "counter": counter.name,
+        "totals": [s.total for s in stmt],
+        "baseline": base_total / number if baseline is not None else None,
+    }
+    if detail != "total" and stmt and stmt[0].exclusive:
+        extra["symbols"] = top_symbols(stmt[0], baseline, number)
+    if detail == "full":
+        extra["callgrind"] = {
+            "stmt": [_profile_json(s) for s in stmt],
+            "baseline": _profile_json(baseline) if baseline is not None else None,
+        }
+    return TaskResult(
+        task=task,
+        status="ok",
+        unit="instructions",
+        samples=[(s.total - base_total) / number for s in stmt],
+        number_per_run=number,
+        extra=extra,
+    )
+
+
+def top_symbols(stmt: Profile, baseline: Profile | None, number: int, n: int = TOP_SYMBOLS) -> dict[str, float]:
+    """{function: instructions per run} of the statement minus the baseline, largest |value| first.
+
+    Names are standardised (build paths and library names stripped) so runs
+    on different machines line up; noisy dictionary lookups are dropped.
+    """
+    delta: collections.Counter[str] = collections.Counter()
+    for fn, c in stmt.exclusive.items():
+        delta[standardize_symbol(fn)] += c
+    if baseline is not None:
+        for fn, c in baseline.exclusive.items():
+            delta[standardize_symbol(fn)] -= c
+    items = [(fn, c / number) for fn, c in delta.items() if c and not is_noisy(fn)]
+    items.sort(key=lambda kv: (-abs(kv[1]), kv[0]))
+    return {fn: round(v, 2) for fn, v in items[:n]}
+
+
+def _profile_json(p: Profile) -> dict[str, Any]:
+    return {"total": p.total, "exclusive": p.exclusive, "inclusive": p.inclusive, "out": p.source}
+
+
+# --------------------------------------------------------------------------- globals
+
+# Values copied to the measuring process as they are (pickled); anything else
+# must be wrapped in torch.utils.benchmark.CopyIfCallgrind, as with torch.
+PLAIN_TYPES = (str, bytes, bool, int, float, complex, type(None))
+
+
+def dump_globals(globals: Mapping[str, Any] | None) -> str | None:
+    """Serialise a Timer's globals for the measuring process (torch's rules)."""
+    if not globals:
+        return None
+    import torch
+
+    entries = []
+    for name, value in globals.items():
+        if name in ("torch", "__builtins__"):
+            if name == "torch" and value is not torch:
+                raise UsageError("collect_callgrind does not support replacing `torch` in globals")
+            continue
+        entries.append(_entry(name, value, torch))
+    return base64.b64encode(pickle.dumps(entries)).decode("ascii") if entries else None
+
+
+def _entry(name: str, value: Any, torch: Any) -> dict[str, Any]:
+    from torch.utils.benchmark.utils.valgrind_wrapper.timer_interface import CopyIfCallgrind, Serialization
+
+    if isinstance(value, PLAIN_TYPES):
+        return {"name": name, "kind": "pickle", "data": pickle.dumps(value), "setup": None}
+    if not isinstance(value, CopyIfCallgrind):
+        raise UsageError(
+            f"collect_callgrind measures in another process, so globals are copied there: {name!r} is a "
+            f"{type(value).__name__}; build it in `setup`, or wrap it in "
+            "torch.utils.benchmark.CopyIfCallgrind (builtins, nn.Module, TorchScript) to copy it explicitly"
+        )
+    buffer = io.BytesIO()
+    if value.serialization == Serialization.PICKLE:
+        kind, data = "pickle", pickle.dumps(value.value)
+    elif value.serialization == Serialization.TORCH_JIT:
+        torch.jit.save(value.value, buffer)
+        kind, data = "jit", buffer.getvalue()
+    else:
+        torch.save(value.value, buffer)
+        kind, data = "torch", buffer.getvalue()
+    return {"name": name, "kind": kind, "data": data, "setup": value.setup}
+
+
+def load_globals(blob: str | None) -> dict[str, Any]:
+    if not blob:
+        return {}
+    import textwrap
+
+    import torch
+
+    namespace: dict[str, Any] = {"torch": torch}
+    out: dict[str, Any] = {}
+    for entry in pickle.loads(base64.b64decode(blob)):
+        if entry["setup"]:
+            exec(textwrap.dedent(entry["setup"]), namespace)
+        if entry["kind"] == "pickle":
+            out[entry["name"]] = pickle.loads(entry["data"])
+        elif entry["kind"] == "jit":
+            out[entry["name"]] = torch.jit.load(io.BytesIO(entry["data"]))
+        else:
+            out[entry["name"]] = torch.load(io.BytesIO(entry["data"]), weights_only=False)
+    return out

@@ -1,0 +1,53 @@
+"""Sampler tasks (kind "sampler"): benchmark a native sampler an extension module exports.
+
+A sampler is a ``harness.sampler`` capsule (``int64_t(*)(int64_t number)``,
+running its loop in C++) or a callable ``sampler(number) -> elapsed ns``.
+``params["factory"]`` names a function returning one (``"module:function"``,
+called with ``params["args"]``); ``params["baseline_args"]``, when given,
+builds the sampler whose counts are subtracted in instruction mode. Wall
+mode times it like any statement; instruction mode counts it with the
+worker's counter, the region being exactly the sampler call.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from .core_loader import native
+from .errors import UsageError
+from .result import TaskResult
+from .task import Task
+
+
+def _factory(target: str) -> Any:
+    module, sep, attr = target.partition(":")
+    if not sep or not module or not attr:
+        raise UsageError(f"sampler factory must be 'module:function', got {target!r}")
+    try:
+        return getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as exc:
+        raise UsageError(f"cannot load sampler factory {target!r}: {exc}") from None
+
+
+def run_sampler_task(task: Task, min_run_time: float) -> TaskResult:
+    from .instructions import DEFAULT_NUMBER, _positive_int, instruction_result
+
+    p = task.params
+    factory = _factory(p["factory"])
+    sampler = factory(*p.get("args", ()))
+    if task.mode == "instructions":
+        from .counters import worker_counter
+
+        counter = worker_counter()
+        number = _positive_int(p, "number", DEFAULT_NUMBER)
+        repeats = _positive_int(p, "repeats", 1)
+        detail = p.get("detail") or "symbols"
+        stmt = counter.measure(sampler, number, repeats, clocked=False, detail=detail != "total")
+        baseline = None
+        if p.get("baseline_args") is not None:
+            empty = factory(*p["baseline_args"])
+            baseline = counter.measure(empty, number, 1, clocked=False, detail=detail != "total")[0]
+        return instruction_result(task, counter, stmt, baseline, number, detail)
+    n, raw = native().blocked_autorange(sampler, p.get("min_run_time") or min_run_time)
+    return TaskResult(task=task, status="ok", unit="s", samples=[t / 1e9 / n for t in raw], number_per_run=n)
