@@ -18,9 +18,9 @@ def run_compile_time_task(task: Task, min_run_time: float) -> TaskResult:
     case = load_case(dict(task.params))
     extra: dict[str, Any] = {"case": case.name(), "description": case.description()}
     if task.mode == "instructions":
-        from ..counters import get_counter
+        from ..counters import worker_counter
 
-        counter = get_counter()
+        counter = worker_counter()
         callgrind = counter.name == "callgrind"
         iterations = case.callgrind_iterations if callgrind else case.iterations
         # Under callgrind the cold iteration is a timed warm-up: counting it costs
