@@ -27,6 +27,10 @@ DEFAULT_ITERATIONS = 5
 # counts agree within ~0.1%, so a cold iteration plus one warm one is enough
 # (see benchmarks/compile_time/noise.py for the measured spreads).
 DEFAULT_CALLGRIND_ITERATIONS = 2
+# Seconds an instruction-count task may take: the largest case needs ~5 min
+# under callgrind on an idle 2-core machine and several times that when
+# the machine is shared.
+INSTRUCTIONS_TIMEOUT = 3600.0
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -49,7 +53,7 @@ class CompileTimeBenchmark:
     iterations: int = DEFAULT_ITERATIONS
     callgrind_iterations: int = DEFAULT_CALLGRIND_ITERATIONS
     calls: int = 1
-    timeout: float | None = None  # seconds per task; None: the pool's
+    timeout: float | None = None  # seconds per task; None: the pool's (wall), INSTRUCTIONS_TIMEOUT (counted)
 
     def __post_init__(self) -> None:
         where = f"{type(self).__name__}"
@@ -121,11 +125,11 @@ class CompileTimeBenchmark:
         # shifts a case's instruction count by ~1% (measured), and "cold"
         # then means the first compile in a fresh process.
         params: dict[str, Any] = {**spec, "description": self.description(), "fresh_worker": True}
-        if self.timeout:
-            params["timeout"] = self.timeout
+        counted = {**params, "timeout": self.timeout or INSTRUCTIONS_TIMEOUT}
+        timed = {**params, "timeout": self.timeout} if self.timeout else params
         return [
-            Task(suite=suite, name=f"{case}[instructions]", kind=KIND, params=params, mode="instructions"),
-            Task(suite=suite, name=f"{case}[wall]", kind=KIND, params=params, mode="wall"),
+            Task(suite=suite, name=f"{case}[instructions]", kind=KIND, params=counted, mode="instructions"),
+            Task(suite=suite, name=f"{case}[wall]", kind=KIND, params=timed, mode="wall"),
         ]
 
 
