@@ -53,18 +53,22 @@ harness::Sampler to_sampler(const py::object& obj) {
 }
 
 // Fixed native bodies for testing instruction counting without compiling a
-// C++ statement: k additions per run, behind optimisation barriers so each
-// run executes exactly the same instructions.
+// C++ statement: K additions per run as straight-line code on a volatile, so
+// every addition is the same load-add-store whatever K is.
+template <int K>
+inline void add_k(volatile int64_t& acc) {
+  if constexpr (K > 0) {
+    acc = acc + 1;
+    add_k<K - 1>(acc);
+  }
+}
+
 template <int K>
 int64_t add_loop(int64_t number) {
   const int64_t t0 = harness::now_ns();
   for (int64_t i = 0; i < number; ++i) {
-    int64_t acc = i;
-    for (int k = 0; k < K; ++k) {
-      harness::do_not_optimize(acc);
-      acc += k + 1;
-    }
-    harness::do_not_optimize(acc);
+    volatile int64_t acc = i;
+    add_k<K>(acc);
   }
   return harness::now_ns() - t0;
 }

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
+from .callgrind import CallgrindStats, FunctionCount, FunctionCounts
 from .compare import Compare
 from .errors import BuildError, HarnessError, StatementError, UsageError
 from .measurement import Measurement, TaskSpec, select_unit
@@ -17,7 +18,10 @@ from .timer import Language, Timer
 
 __all__ = [
     "BuildError",
+    "CallgrindStats",
     "Compare",
+    "FunctionCount",
+    "FunctionCounts",
     "HarnessError",
     "Language",
     "Measurement",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -48,6 +49,16 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument(
         "--in-process", action="store_true",
         help="run tasks in this process (no crash isolation or timeouts; for debugging)",
+    )
+    bench.add_argument(
+        "--mode", choices=["wall", "instructions", "both"], default=None,
+        help="wall: time each benchmark; instructions: count its instructions per run; both: each both ways "
+        "(default: the mode each suite defines, usually wall)",
+    )
+    bench.add_argument(
+        "--counter", choices=["auto", "callgrind", "perf"], default="auto",
+        help="instruction counter: perf (hardware counter: fast, close), callgrind (valgrind: exact, slow), "
+        "auto (perf where readable, else callgrind; default)",
     )
 
     check = sub.add_parser(
@@ -101,7 +112,22 @@ def cmd_bench(args: argparse.Namespace) -> int:
         raise UsageError(f"--timeout must be > 0, got {args.timeout}")
     if args.output and Path(args.output).suffix not in (".json", ".csv"):
         raise UsageError(f"--output {args.output}: use a .json (run record) or .csv (metric rows) file name")
-    tasks = _tasks(args)
+    from .task import with_mode
+
+    tasks = with_mode(_tasks(args), args.mode)
+    wall_tasks = [t for t in tasks if t.mode != "instructions"]
+    instruction_tasks = [t for t in tasks if t.mode == "instructions"]
+    counter = None
+    if instruction_tasks:
+        from .counters import get_counter
+
+        counter = get_counter(args.counter)  # fails here, before anything runs, when it cannot count
+        if args.in_process and counter.worker_prefix():
+            counter.close()
+            raise UsageError(
+                f"--in-process cannot count instructions with {counter.name}: it needs its own worker process "
+                "(under valgrind); drop --in-process, or use --counter perf where the hardware counter is readable"
+            )
     env = environment.collect()
     console = Console(stderr=True)
     if args.jobs > 1 and any(t.mode == "wall" for t in tasks):
@@ -125,16 +151,31 @@ def cmd_bench(args: argparse.Namespace) -> int:
             if args.in_process:
                 from .runner import run_task
 
+                if counter is not None:
+                    from .counters import COUNTER_ENV
+
+                    os.environ[COUNTER_ENV] = counter.name
                 for task in tasks:
                     done(run_task(task, args.min_run_time))
             else:
                 from .pool import WorkerPool
 
-                WorkerPool(jobs=args.jobs, timeout=args.timeout).run(tasks, args.min_run_time, on_result=done)
+                # Wall-time tasks first, alone: valgrind'ed workers running
+                # beside them would distort their times (counts are immune).
+                if wall_tasks:
+                    WorkerPool(jobs=args.jobs, timeout=args.timeout).run(wall_tasks, args.min_run_time, on_result=done)
+                if instruction_tasks and counter is not None:
+                    WorkerPool(
+                        jobs=args.jobs, prefix=counter.worker_prefix(), env=counter.worker_env(),
+                        timeout=args.timeout, diagnostics=counter.diagnostics,
+                    ).run(instruction_tasks, args.min_run_time, on_result=done)
         except KeyboardInterrupt:
             interrupted = True
-    order = {t.full_name: i for i, t in enumerate(tasks)}
-    results.sort(key=lambda r: order.get(r.task.full_name, len(order)))
+        finally:
+            if counter is not None:
+                counter.close()  # its temporary files, also on Ctrl-C
+    order = {(t.full_name, t.mode): i for i, t in enumerate(tasks)}
+    results.sort(key=lambda r: order.get((r.task.full_name, r.task.mode), len(order)))
     print_results(results)
     failed = [r for r in results if not r.ok]
     for r in failed:

@@ -117,6 +117,15 @@ def _fresh(sampler: Sampler) -> Sampler:
     return sampler
 
 
+def _warm_up(sampler: Sampler, number: int) -> None:
+    """Run ``warmup_runs(number)`` runs (a capsule sampler only the core can call)."""
+    runs = warmup_runs(number)
+    if callable(sampler):
+        sampler(runs)
+    else:
+        native().fixed_blocks(sampler, runs, 1)
+
+
 class _Gc:
     """Collect now, keep the collector off inside (a collection inside a region is noise)."""
 
@@ -233,14 +242,14 @@ class CallgrindCounter(InstructionCounter):
                     # inherit the translated code instead of each
                     # translating it again.
                     C.start_instrumentation()
-                    sampler(warmup_runs(number))
+                    _warm_up(sampler, number)
                     C.region_end()
                     for pid in self._measure_in_children(C, sampler, number, clocked, repeats):
                         profiles.extend(self._collect(pid, detail, keep_text))
                 else:
                     for _ in range(repeats):
                         run = _fresh(sampler)
-                        run(warmup_runs(number))
+                        _warm_up(run, number)
                         C.region_end()
                         C.zero_stats()
                         if clocked:
@@ -488,7 +497,7 @@ class PerfCounter(InstructionCounter):
 
     @staticmethod
     def _once(handle: Any, run: Sampler, number: int, clocked: bool) -> int:
-        run(warmup_runs(number))
+        _warm_up(run, number)
         if clocked:
             run(number)
             return int(handle.last)

@@ -19,7 +19,21 @@ def format_value(value: float, unit: str) -> str:
     if unit == "s":
         u, scale = select_unit(value)
         return f"{value / scale:.3g} {u}"
-    return f"{value:,.0f}" if unit == "instructions" else f"{value:.4g} {unit}"
+    if unit == "instructions":
+        # Per-run counts of native statements can be a few instructions.
+        return f"{value:,.0f}" if abs(value) >= 100 else f"{value:,.1f}"
+    return f"{value:.4g} {unit}"
+
+
+def table_title(suite: str, results: list[TaskResult], mode: str = "wall") -> str:
+    """The suite, and what its numbers are, from the results themselves."""
+    unit = results[0].unit if results else ("instructions" if mode == "instructions" else "s")
+    if unit == "s":
+        return f"{suite}: time per run"
+    if unit == "instructions":
+        counters = sorted({str(r.extra.get("counter")) for r in results if r.extra.get("counter")})
+        return f"{suite}: instructions per run" + (f" ({', '.join(counters)})" if counters else "")
+    return f"{suite}: {unit} per run"
 
 
 def results_table(title: str, results: Iterable[TaskResult]) -> Table:
@@ -62,10 +76,15 @@ def _table_for(kind: str) -> Callable[[str, list[TaskResult]], Table]:
 
 
 def print_results(results: list[TaskResult], console: Console | None = None) -> None:
+    """One table per suite and measurement mode (a wall-time and an instruction table for --mode both)."""
     console = console or Console()
     groups: dict[tuple[str, str], list[TaskResult]] = {}
     for r in results:
-        kind = r.task.kind if r.task.kind in KIND_TABLES else ""
-        groups.setdefault((r.task.suite, kind), []).append(r)
-    for (suite, kind), rs in groups.items():
-        console.print(_table_for(kind)(suite, rs))
+        # Kinds with their own layout get one table per suite (both modes in it).
+        key = r.task.kind if r.task.kind in KIND_TABLES else r.task.mode
+        groups.setdefault((r.task.suite, key), []).append(r)
+    for (suite, key), rs in groups.items():
+        if key in KIND_TABLES:
+            console.print(_table_for(key)(suite, rs))
+        else:
+            console.print(results_table(table_title(suite, [r for r in rs if r.ok], key), rs))
