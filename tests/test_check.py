@@ -100,7 +100,7 @@ def test_run_record_as_results_and_failed_case_is_missing(tmp_path, expected, ca
     RunRecord(environment={}, results=[result("a", 1000500), result("b", None)]).save(record)
     code, out, _ = _check(capsys, record, "--expected", expected)
     assert code == 1
-    lines = {line.split()[1]: line for line in out.splitlines() if line.startswith("│ a") or line.startswith("│ b")}
+    lines = {line.split()[0]: line for line in out.splitlines() if line.split()[:1] in (["a"], ["b"])}
     assert "ok" in lines["a"] and "missing" in lines["b"]
 
 
@@ -190,6 +190,18 @@ def test_malformed_results_and_missing_files(tmp_path, expected, capsys):
     record = _write(tmp_path / "r.json", json.dumps({"schema": "something-else"}))
     code, _, err = _check(capsys, record, "--expected", expected)
     assert code == 2 and "not a harness run record" in err
+
+
+def test_update_creates_a_new_file_for_the_named_metric(tmp_path, capsys):
+    results = _write(tmp_path / "r.csv", f"name,metric,value\na,{M},10\na,compile_time_s,0.5\n")
+    expected = tmp_path / "new.csv"
+    code, out, err = _check(capsys, results, "--expected", expected)
+    assert code == 2 and "no such expected-results file" in err and "--metric" in err
+    code, out, err = _check(capsys, results, "--expected", expected, "--update")
+    assert code == 2 and "nothing is gated" in err and not expected.exists()
+    code, out, err = _check(capsys, results, "--expected", expected, "--metric", M, "--update")
+    assert code == 0, err
+    assert expected.read_text() == f"{HEADER}a,{M},10,0.015\n"
 
 
 def test_comments_and_extra_columns_are_allowed(tmp_path):

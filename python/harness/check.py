@@ -96,13 +96,21 @@ def _number(text: str, what: str, path: Path, line: int) -> float:
     return value
 
 
-def read_expected(path: str | Path) -> ExpectedFile:
-    """Parse the expected file; any defect is a UsageError naming the line."""
+def read_expected(path: str | Path, missing_ok: bool = False) -> ExpectedFile:
+    """Parse the expected file; any defect is a UsageError naming the line.
+
+    ``missing_ok``: a file that does not exist reads as a header alone (``--update`` creates it).
+    """
     p = Path(path)
     try:
         text = p.read_bytes().decode("utf-8")
     except FileNotFoundError:
-        raise UsageError(f"{p}: no such expected-results file; create one with --update") from None
+        if missing_ok:
+            return ExpectedFile(path=p, header=list(EXPECTED_COLUMNS), lines=[",".join(EXPECTED_COLUMNS) + "\n"], rows={})
+        raise UsageError(
+            f"{p}: no such expected-results file; create it with "
+            "`python -m harness check RESULTS --expected FILE --metric METRIC --update`"
+        ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"{p}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
     lines = text.splitlines(keepends=True)
@@ -216,17 +224,22 @@ def judge(expected: ExpectedRow, actual: float | None) -> str:
     return OK
 
 
-def check(expected: ExpectedFile, actual: dict[Key, float]) -> list[Verdict]:
+def gated_metrics(expected: ExpectedFile, metrics: list[str] | None = None) -> set[str]:
+    """The metrics judged: ``metrics`` when given, else those the expected file has rows for."""
+    return set(metrics) if metrics else expected.metrics
+
+
+def check(expected: ExpectedFile, actual: dict[Key, float], metrics: list[str] | None = None) -> list[Verdict]:
     """A verdict per expected row (file order), then ``new`` for results of gated metrics without one.
 
-    Results of metrics the file never mentions (wall time when only
-    instructions are gated) are not judged.
+    Results of other metrics (wall time when only instructions are gated)
+    are not judged.
     """
     verdicts = [
         Verdict(row.name, row.metric, row.expected, actual.get(row.key), row.margin, judge(row, actual.get(row.key)))
         for row in expected.rows.values()
     ]
-    gated = expected.metrics
+    gated = gated_metrics(expected, metrics)
     verdicts += [
         Verdict(name, metric, None, value, None, NEW)
         for (name, metric), value in actual.items()
@@ -260,7 +273,7 @@ class Update:
     added: list[Key]
 
 
-def updated(expected: ExpectedFile, actual: dict[Key, float]) -> Update:
+def updated(expected: ExpectedFile, actual: dict[Key, float], metrics: list[str] | None = None) -> Update:
     """The expected file's new text: moved rows rewritten, new rows appended, everything else as it was."""
     lines = list(expected.lines)
     changed: list[Key] = []
@@ -273,7 +286,7 @@ def updated(expected: ExpectedFile, actual: dict[Key, float]) -> Update:
         cells[column] = format_number(value)
         lines[row.line - 1] = _csv_line(cells, _line_ending(lines[row.line - 1]))
         changed.append(row.key)
-    gated = expected.metrics
+    gated = gated_metrics(expected, metrics)
     added: list[Key] = []
     ending = next((_line_ending(x) for x in expected.lines if _line_ending(x)), "\n")
     for (name, metric), value in actual.items():
@@ -293,5 +306,6 @@ def write_update(expected: ExpectedFile, update: Update) -> None:
         f.write(update.text.encode("utf-8"))
 
 
-def refresh_command(results: str, expected: str) -> str:
-    return f"python -m harness check {shlex.quote(results)} --expected {shlex.quote(expected)} --update"
+def refresh_command(results: str, expected: str, metrics: list[str] | None = None) -> str:
+    extra = "".join(f" --metric {shlex.quote(m)}" for m in metrics or [])
+    return f"python -m harness check {shlex.quote(results)} --expected {shlex.quote(expected)}{extra} --update"

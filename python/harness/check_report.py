@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -13,12 +14,12 @@ _STYLE = {IMPROVED: "green", NEW: "yellow"}
 
 
 def verdict_table(verdicts: list[Verdict]) -> Table:
-    table = Table(title="expected results", title_justify="left")
-    for column in ("name", "metric"):
-        table.add_column(column)
+    table = Table(title="expected results", title_justify="left", box=box.SIMPLE_HEAD)
+    table.add_column("name", no_wrap=True)
+    table.add_column("metric")
     for column in ("expected", "actual", "delta", "margin"):
-        table.add_column(column, justify="right")
-    table.add_column("verdict")
+        table.add_column(column, justify="right", overflow="fold")
+    table.add_column("verdict", no_wrap=True)
     for v in verdicts:
         delta = v.delta
         style = "bold red" if v.verdict in FAILING else _STYLE.get(v.verdict, "")

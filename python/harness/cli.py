@@ -70,6 +70,10 @@ def _parser() -> argparse.ArgumentParser:
         "--update", action="store_true",
         help="rewrite FILE: rows that moved by more than a third of their margin take the new value, new rows are added",
     )
+    check.add_argument(
+        "--metric", action="append", metavar="METRIC",
+        help="judge this metric (repeatable; default: the metrics FILE has rows for)",
+    )
 
     cache = sub.add_parser("cache", help="inspect or clear the per-user cache")
     cache.add_argument("action", choices=["info", "clear"])
@@ -200,16 +204,22 @@ def cmd_check(args: argparse.Namespace) -> int:
     from . import check
     from .check_report import print_verdicts
 
-    expected = check.read_expected(args.expected)
+    expected = check.read_expected(args.expected, missing_ok=args.update)
     actual = check.read_results(args.results)
-    verdicts = check.check(expected, actual)
-    console = Console()
+    if not check.gated_metrics(expected, args.metric):
+        raise UsageError(
+            f"{args.expected} has no rows, so nothing is gated; name the metric to gate, e.g. "
+            f"--metric compile_time_instruction_count"
+        )
+    verdicts = check.check(expected, actual, args.metric)
+    # Logs (CI) get the whole table rather than an 80-column squeeze.
+    console = Console(width=None if sys.stdout.isatty() else 160)
     print_verdicts(verdicts, console)
-    refresh = check.refresh_command(args.results, args.expected)
+    refresh = check.refresh_command(args.results, args.expected, args.metric)
     counts = {v: sum(1 for x in verdicts if x.verdict == v) for v in (check.REGRESSION, check.MISSING, check.IMPROVED, check.NEW)}
     if args.update:
-        update = check.updated(expected, actual)
-        if update.changed or update.added:
+        update = check.updated(expected, actual, args.metric)
+        if update.changed or update.added or not expected.path.exists():
             check.write_update(expected, update)
         console.print(
             f"updated {args.expected}: {len(update.changed)} row(s) changed, {len(update.added)} added, "
