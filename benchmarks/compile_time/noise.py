@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import csv
 import math
+import signal
 import statistics
 import sys
 import time
@@ -78,6 +79,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"noise.py: no instruction-count tasks match -k {args.pattern!r}", file=sys.stderr)
         return 2
     counter = get_counter(args.counter)
+    # `kill` stops the workers too (the pool cleans up on KeyboardInterrupt).
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     console = Console()
     console.print(f"{len(tasks)} cases x {args.repeats} repeats, counter {counter.name}, --jobs {args.jobs}")
     runs: dict[str, list[TaskResult]] = {t.name: [] for t in tasks}
@@ -89,10 +92,19 @@ def main(argv: list[str] | None = None) -> int:
             jobs=args.jobs, prefix=counter.worker_prefix(), env=env, timeout=args.timeout,
             diagnostics=counter.diagnostics,
         )
-        for result in pool.run(tasks, 0.0):
+
+        def report(result: TaskResult, start: float = start, repeat: int = repeat) -> None:
             runs[result.task.name].append(result)
-            if not result.ok:
-                console.print(f"[red]FAILED[/red] {result.task.name}: {result.error}", markup=False)
+            if result.ok:
+                console.print(
+                    f"  {repeat + 1}: {result.extra['case']} {result.extra['actual']:,.0f} "
+                    f"(done at {time.perf_counter() - start:.0f} s)",
+                    highlight=False,
+                )
+            else:
+                console.print(f"FAILED {result.task.name}: {result.error}", markup=False)
+
+        pool.run(tasks, 0.0, on_result=report)
         durations.append(time.perf_counter() - start)
         console.print(f"repeat {repeat + 1}: {durations[-1]:.0f} s", highlight=False)
 
