@@ -1,4 +1,4 @@
-"""Command line: ``python -m harness {list,bench,compare,report,cache}``."""
+"""Command line: ``python -m harness {list,bench,compare,report,check,cache}``."""
 
 from __future__ import annotations
 
@@ -93,6 +93,20 @@ def _parser() -> argparse.ArgumentParser:
         "runs", nargs="+", metavar="RUN", help="run records (.json, .jsonl, .csv); shown in order of start time"
     )
     report.add_argument("--output", "-o", default="report.html", help="HTML file to write (default report.html)")
+
+    check = sub.add_parser(
+        "check", help="gate a run's metrics against expected values (exit 1 on a regression or a missing case)"
+    )
+    check.add_argument("results", metavar="RESULTS", help="a metric CSV (bench --output X.csv) or a run record (.json)")
+    check.add_argument("--expected", required=True, metavar="FILE", help="CSV of name,metric,expected,noise_margin")
+    check.add_argument(
+        "--update", action="store_true",
+        help="rewrite FILE: rows that moved by more than a third of their margin take the new value, new rows are added",
+    )
+    check.add_argument(
+        "--metric", action="append", metavar="METRIC",
+        help="judge this metric (repeatable; default: the metrics FILE has rows for)",
+    )
 
     cache = sub.add_parser("cache", help="inspect or clear the per-user cache")
     cache.add_argument("action", choices=["info", "clear"])
@@ -244,6 +258,60 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def cmd_check(args: argparse.Namespace) -> int:
+    from . import check
+    from .check_report import print_verdicts
+
+    expected = check.read_expected(args.expected, missing_ok=args.update)
+    actual = check.read_results(args.results)
+    if not check.gated_metrics(expected, args.metric):
+        raise UsageError(
+            f"{args.expected} has no rows, so nothing is gated; name the metric to gate, e.g. "
+            f"--metric compile_time_instruction_count"
+        )
+    verdicts = check.check(expected, actual, args.metric)
+    # Logs (CI) get the whole table rather than an 80-column squeeze.
+    console = Console(width=None if sys.stdout.isatty() else 160)
+    print_verdicts(verdicts, console)
+    refresh = check.refresh_command(args.results, args.expected, args.metric)
+    counts = {v: sum(1 for x in verdicts if x.verdict == v) for v in (check.REGRESSION, check.MISSING, check.IMPROVED, check.NEW)}
+    if args.update:
+        update = check.updated(expected, actual, args.metric)
+        if update.changed or update.added or not expected.path.exists():
+            check.write_update(expected, update)
+        console.print(
+            f"updated {args.expected}: {len(update.changed)} row(s) changed, {len(update.added)} added, "
+            f"the rest unchanged (rows move only beyond a third of their margin)",
+            highlight=False, markup=False, soft_wrap=True,
+        )
+        if counts[check.MISSING]:
+            console.print(
+                f"{counts[check.MISSING]} expected row(s) have no result and were kept; "
+                "delete them by hand if those cases are gone",
+                highlight=False, markup=False, soft_wrap=True,
+            )
+            return 1
+        return 0
+    if counts[check.NEW]:
+        console.print(
+            f"[yellow]warning:[/yellow] {counts[check.NEW]} result(s) have no expected row; add them with:\n  {escape(refresh)}",
+            highlight=False, soft_wrap=True,
+        )
+    if counts[check.REGRESSION] or counts[check.MISSING]:
+        console.print(
+            f"[red]FAILED[/red]: {counts[check.REGRESSION]} regression(s), {counts[check.MISSING]} missing result(s). "
+            f"If the change is intended, refresh the expected values with:\n  {escape(refresh)}",
+            highlight=False, soft_wrap=True,
+        )
+        return 1
+    if counts[check.IMPROVED]:
+        console.print(
+            f"{counts[check.IMPROVED]} case(s) improved beyond their margin; record the new values with:\n  {escape(refresh)}",
+            highlight=False, soft_wrap=True,
+        )
+    return 0
+
+
 def cmd_cache(args: argparse.Namespace) -> int:
     from .cache import cache_info, cache_root, clear_cache
 
@@ -303,6 +371,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 COMMANDS = {
     "list": cmd_list, "bench": cmd_bench, "compare": cmd_compare, "report": cmd_report, "cache": cmd_cache,
 }
+COMMANDS = {"list": cmd_list, "bench": cmd_bench, "check": cmd_check, "cache": cmd_cache}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -13,6 +13,7 @@ from .task import Task
 # Used only when every selected task is of that kind. Imported lazily.
 WRITERS: dict[tuple[str, str], str] = {
     ("gpt_fast", ".csv"): "harness.gpt_fast.output:write_outputs",
+    ("compile_time", ".csv"): "harness.metrics:write_outputs",
 }
 
 

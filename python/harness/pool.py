@@ -4,7 +4,9 @@ Each slot owns one worker process (``harness.worker``), started once and
 reused for many tasks, so start-up (``import torch``; under valgrind, much
 more) is paid per worker, not per task. A task that crashes its worker or
 exceeds its timeout becomes a failed TaskResult carrying the worker's stderr,
-and the slot starts a fresh worker for the next task. Ctrl-C kills every
+and the slot starts a fresh worker for the next task. A task with
+``params["fresh_worker"]`` never shares its process with an earlier task.
+Ctrl-C kills every
 worker and re-raises; results already delivered are the caller's to keep.
 """
 
@@ -190,6 +192,12 @@ class WorkerPool:
             notes = f"(could not read diagnostics: {exc})"
         return f"\n--- {Path(self.prefix[0]).name if self.prefix else 'worker'} ---\n{notes}" if notes else ""
 
+    def _retire(self, worker: Worker) -> None:
+        worker.close()
+        with self._lock:
+            if worker in self._workers:
+                self._workers.remove(worker)
+
     def _run_one(self, worker: Worker | None, task: Task, min_run_time: float) -> tuple[Worker | None, TaskResult]:
         try:
             if worker is None:
@@ -235,6 +243,12 @@ class WorkerPool:
                         index, task = todo.get_nowait()
                     except queue.Empty:
                         break
+                    if worker is not None and task.params.get("fresh_worker"):
+                        # The task's figure depends on what its process ran
+                        # before (torch.compile's caches shift instruction
+                        # counts by ~1%), so it gets a process of its own.
+                        self._retire(worker)
+                        worker = None
                     worker, result = self._run_one(worker, task, min_run_time)
                     done.put((index, result))
             except BaseException as exc:  # noqa: BLE001 - handed to the main thread

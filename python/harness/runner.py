@@ -43,6 +43,7 @@ RUNNERS: dict[str, str] = {
     "gpt_fast": "harness.gpt_fast.runner:run_gpt_fast_task",
     "sampler": "harness.sampler_task:run_sampler_task",
     "grouped": "harness.definitions:run_grouped_task",
+    "compile_time": "harness.compile_time.runner:run_compile_time_task",
 }
 
 # Called once, in the parent process, with every task of a run before any of

@@ -19,6 +19,7 @@ IQR_FLAG = 0.10
 # results are rows of several metrics rather than one timed value.
 KIND_TABLES: dict[str, str] = {
     "gpt_fast": "harness.gpt_fast.report:rows_table",
+    "compile_time": "harness.compile_time.table:compile_time_table",
 }
 
 
@@ -81,24 +82,31 @@ def resolve_table(name: str) -> Callable[[str, list[TaskResult], str], Any]:
     return getattr(importlib.import_module(module), func)
 
 
+def _table_for(kind: str) -> Callable[[str, list[TaskResult]], Table]:
+    target = KIND_TABLES.get(kind)
+    if target is None:
+        return results_table
+    module, _, func = target.partition(":")
+    return getattr(importlib.import_module(module), func)
+
+
 def print_results(
     results: list[TaskResult], console: Console | None = None, tables: dict[str, str] | None = None
 ) -> None:
-    """One table per suite: the suite's own (``tables``: suite name -> table name) or the generic one."""
+    """One table per suite and mode: a task kind's own layout, the suite's own table, or the generic one."""
     console = console or Console()
     groups: dict[tuple[str, str], list[TaskResult]] = {}
     for r in results:
-        groups.setdefault((r.task.suite, r.task.mode), []).append(r)
-    for (suite, mode), rs in groups.items():
+        # Kinds with their own layout get one table per suite (both modes in it).
+        key = r.task.kind if r.task.kind in KIND_TABLES else r.task.mode
+        groups.setdefault((r.task.suite, key), []).append(r)
+    for (suite, key), rs in groups.items():
+        if key in KIND_TABLES:
+            console.print(_table_for(key)(suite, rs))
+            continue
         table = (tables or {}).get(suite)
         if table:
             for unit in dict.fromkeys(r.unit for r in rs if r.ok) or ["s"]:
                 console.print(resolve_table(table)(suite, rs, unit))
             continue
-        plain = [r for r in rs if r.task.kind not in KIND_TABLES]
-        if plain:
-            console.print(results_table(table_title(suite, [r for r in plain if r.ok], mode), plain))
-        for kind in dict.fromkeys(r.task.kind for r in rs if r.task.kind in KIND_TABLES):
-            module, _, func = KIND_TABLES[kind].partition(":")
-            kind_table = getattr(importlib.import_module(module), func)
-            console.print(kind_table(suite, [r for r in rs if r.task.kind == kind]))
+        console.print(results_table(table_title(suite, [r for r in rs if r.ok], key), rs))

@@ -1,0 +1,152 @@
+"""Measure every compile-time case several times and print each one's spread.
+
+    python benchmarks/compile_time/noise.py [--repeats 3] [--jobs 2] [-k PATTERN] [--counter auto]
+
+Each repeat runs the selected instruction-count tasks, each case in a fresh
+worker process, as `python -m harness bench compile_time` does. Under
+callgrind, runs in identical environments give identical counts (to a few
+hundred instructions): what moves a count is the heap layout, through
+torch.compile's sets and dicts keyed by object addresses, and the layout
+follows the process environment (a user's variables, paths). So each repeat
+adds an environment variable of a different length, as a different user or
+CI runner would. The spread of a case is (max - min) / min over the
+repeats; a row's noise_margin in expected_results.csv should sit well above
+it (this script suggests three times the spread, at least 1.5%) so that the
+gate fails on real changes only.
+
+`--output FILE.csv` writes the median of the repeats as name,metric,value
+rows, from which `python -m harness check FILE.csv --expected ... --update`
+records expected values.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import signal
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from harness.atomic import atomic_open
+from harness.check import read_expected
+from harness.compile_time.runner import INSTRUCTIONS
+from harness.counters import get_counter
+from harness.discovery import load_suite
+from harness.metrics import METRIC_COLUMNS, format_number
+from harness.pool import WorkerPool
+from harness.result import TaskResult
+from harness.task import matches
+
+HERE = Path(__file__).resolve().parent
+MIN_MARGIN = 0.015
+SAFETY = 3.0
+PROBE_ENV = "HARNESS_NOISE_PROBE"
+PROBE_STEP = 97  # characters added to the environment per repeat
+
+
+def suggested_margin(spread: float) -> float:
+    """Three times the spread, rounded up to half a percent, never under MIN_MARGIN."""
+    return max(MIN_MARGIN, math.ceil(SAFETY * spread * 200) / 200)
+
+
+def spread(values: list[float]) -> float:
+    return (max(values) - min(values)) / min(values) if values and min(values) > 0 else float("nan")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--jobs", "-j", type=int, default=2)
+    parser.add_argument("-k", dest="pattern", help="only cases whose task name matches")
+    parser.add_argument("--counter", default="auto", help="auto, callgrind or perf")
+    parser.add_argument("--expected", default=str(HERE / "expected_results.csv"))
+    parser.add_argument("--timeout", type=float, default=3600.0, help="seconds per task")
+    parser.add_argument("--output", help="write the median of the repeats as name,metric,value CSV")
+    args = parser.parse_args(argv)
+
+    tasks = [
+        t
+        for t in load_suite("compile_time", HERE / "suite.py").tasks()
+        if t.mode == "instructions" and matches(t, args.pattern)
+    ]
+    if not tasks:
+        print(f"noise.py: no instruction-count tasks match -k {args.pattern!r}", file=sys.stderr)
+        return 2
+    counter = get_counter(args.counter)
+    # `kill` stops the workers too (the pool cleans up on KeyboardInterrupt).
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    console = Console()
+    console.print(f"{len(tasks)} cases x {args.repeats} repeats, counter {counter.name}, --jobs {args.jobs}")
+    runs: dict[str, list[TaskResult]] = {t.name: [] for t in tasks}
+    durations = []
+    for repeat in range(args.repeats):
+        start = time.perf_counter()
+        env = {**counter.worker_env(), PROBE_ENV: "x" * (PROBE_STEP * repeat)}
+        pool = WorkerPool(
+            jobs=args.jobs, prefix=counter.worker_prefix(), env=env, timeout=args.timeout,
+            diagnostics=counter.diagnostics,
+        )
+
+        def report(result: TaskResult, start: float = start, repeat: int = repeat) -> None:
+            runs[result.task.name].append(result)
+            if result.ok:
+                console.print(
+                    f"  {repeat + 1}: {result.extra['case']} {result.extra['actual']:,.0f} "
+                    f"(done at {time.perf_counter() - start:.0f} s)",
+                    highlight=False,
+                )
+            else:
+                console.print(f"FAILED {result.task.name}: {result.error}", markup=False)
+
+        pool.run(tasks, 0.0, on_result=report)
+        durations.append(time.perf_counter() - start)
+        console.print(f"repeat {repeat + 1}: {durations[-1]:.0f} s", highlight=False)
+
+    try:
+        margins = {key: row.margin for key, row in read_expected(args.expected).rows.items()}
+    except Exception:  # noqa: BLE001 - the table is useful without the expected file
+        margins = {}
+    table = Table(title=f"instruction-count spread over {args.repeats} runs ({counter.name})", title_justify="left")
+    for col in ("case", "median", "spread", "suggested margin", "current margin"):
+        table.add_column(col, justify="left" if col == "case" else "right")
+    medians = []
+    for name, results in runs.items():
+        ok = [r for r in results if r.ok]
+        case = ok[0].extra["case"] if ok else name
+        if len(ok) < 2:
+            table.add_row(case, "", f"{len(ok)} of {len(results)} runs ok", "", "")
+            continue
+        values = [r.extra["actual"] for r in ok]
+        medians.append((case, INSTRUCTIONS, statistics.median(values)))
+        s = spread(values)
+        current = margins.get((case, INSTRUCTIONS))
+        table.add_row(
+            case,
+            f"{statistics.median(values):,.0f}",
+            f"{s:.3%}",
+            f"{suggested_margin(s):.1%}",
+            "" if current is None else f"{current:.1%}" + ("" if current >= suggested_margin(s) else " (too tight)"),
+        )
+    console.print(table)
+    console.print(f"each repeat took {', '.join(f'{d:.0f} s' for d in durations)} with --jobs {args.jobs}")
+    if args.output:
+        write_csv(args.output, medians)
+        console.print(f"medians written to {args.output}")
+    return 0
+
+
+def write_csv(path: str, rows: list[tuple[str, str, float]]) -> None:
+    with atomic_open(path, "w") as f:
+        writer = csv.writer(f, lineterminator="\n")
+        writer.writerow(METRIC_COLUMNS)
+        writer.writerows((name, metric, format_number(value)) for name, metric, value in rows)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
