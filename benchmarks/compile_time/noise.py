@@ -30,6 +30,7 @@ import sys
 import time
 from pathlib import Path
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -81,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     counter = get_counter(args.counter)
     # `kill` stops the workers too (the pool cleans up on KeyboardInterrupt).
     signal.signal(signal.SIGTERM, signal.default_int_handler)
-    console = Console()
+    console = Console(width=None if sys.stdout.isatty() else 160)
     console.print(f"{len(tasks)} cases x {args.repeats} repeats, counter {counter.name}, --jobs {args.jobs}")
     runs: dict[str, list[TaskResult]] = {t.name: [] for t in tasks}
     durations = []
@@ -112,7 +113,10 @@ def main(argv: list[str] | None = None) -> int:
         margins = {key: row.margin for key, row in read_expected(args.expected).rows.items()}
     except Exception:  # noqa: BLE001 - the table is useful without the expected file
         margins = {}
-    table = Table(title=f"instruction-count spread over {args.repeats} runs ({counter.name})", title_justify="left")
+    table = Table(
+        title=f"instruction-count spread over {args.repeats} runs ({counter.name})", title_justify="left",
+        box=box.SIMPLE_HEAD,
+    )
     for col in ("case", "median", "spread", "suggested margin", "current margin"):
         table.add_column(col, justify="left" if col == "case" else "right")
     medians = []
