@@ -369,9 +369,9 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {
-    "list": cmd_list, "bench": cmd_bench, "compare": cmd_compare, "report": cmd_report, "cache": cmd_cache,
+    "list": cmd_list, "bench": cmd_bench, "compare": cmd_compare, "report": cmd_report, "check": cmd_check,
+    "cache": cmd_cache,
 }
-COMMANDS = {"list": cmd_list, "bench": cmd_bench, "check": cmd_check, "cache": cmd_cache}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
