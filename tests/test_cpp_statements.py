@@ -3,11 +3,12 @@
 Cost: every C++ statement used here is compiled in one batch by the
 ``compiled`` fixture (module scope, so once per session). On an empty cache
 that is two compiles of ~20 s of CPU each (the batch holds two statements
-that do not compile, so it fails once and the rest is rebuilt), while the
-torch PCH is built in the background (~40 s of CPU, on the other core);
+that do not compile, so it fails once and the rest is rebuilt) while the torch
+PCH is built in the background at the lowest priority (~40 s of CPU);
 ``test_pch_is_used`` waits for that PCH and compiles one more statement
-(~8 s). With a warm cache the fixture is a cache hit and the file takes
-~30 s (timings, TorchScript scripting, worker start-ups).
+(~8 s of CPU). Measured on a shared 2-core VM at load ~4: the file took 3-3.5
+minutes from an empty cache (150 s of it the fixture); from a warm cache the
+fixture is a cache hit and the file takes under a minute.
 """
 
 from __future__ import annotations

@@ -64,7 +64,7 @@ from .cache import cache_dir, ensure_private_dir
 from .errors import BuildError, StatementError
 
 # Bump when the generated code or the runtime's contract changes.
-CODEGEN_VERSION = "1"
+CODEGEN_VERSION = "2"
 OPT_FLAGS = ("-O2", "-DNDEBUG")  # what torch's C++ Timer uses, minus -g
 # The coroutine frame of a statement holds its lambdas, whose types have no
 # linkage; g++ warns about that for every statement.
@@ -161,8 +161,10 @@ class Toolchain:
 
     @functools.cached_property
     def key(self) -> str:
+        # Not CODEGEN_VERSION: it is in every statement's key, and a new
+        # codegen must not cost a new 750 MB PCH.
         data = json.dumps(dataclasses.asdict(self), sort_keys=True)
-        return hashlib.sha256(f"{CODEGEN_VERSION}\n{data}".encode()).hexdigest()[:16]
+        return hashlib.sha256(data.encode()).hexdigest()[:16]
 
     @property
     def root(self) -> Path:
@@ -472,9 +474,9 @@ def _emit_statement(src: _Source, i: int, s: CppStatement) -> None:
     src.gen(
         o,
         f"namespace harness_s{i} {{",
-        "harness::stmt::Routine routine();",
-        "harness::stmt::Slot slot{&routine};",
-        "harness::stmt::Routine routine() {",
+        "harness::stmt::Routine harness_routine();",
+        "harness::stmt::Slot harness_slot{&harness_routine};",
+        "harness::stmt::Routine harness_routine() {",
     )
     src.user("setup", o, s.setup)
     src.gen(
@@ -485,9 +487,9 @@ def _emit_statement(src: _Source, i: int, s: CppStatement) -> None:
     )
     if s.batch_setup:
         src.gen(o, "    if (number == harness::stmt::kProbe) number = 1;", "    int64_t harness_elapsed = 0;", "    {",
-                '      slot.set_phase("batch_setup");')
+                '      harness_slot.set_phase("batch_setup");')
         src.user("batch_setup", o, s.batch_setup)
-        src.gen(o, '      slot.set_phase("stmt");')
+        src.gen(o, '      harness_slot.set_phase("stmt");')
         if s.loops_over_batch:
             src.gen(
                 o,
@@ -504,17 +506,17 @@ def _emit_statement(src: _Source, i: int, s: CppStatement) -> None:
     else:
         keep = []
         if s.output:
-            keep.append(f"slot.keep({s.output});")
-        keep.extend(f"slot.keep_grad({name});" for name in s.inputs)
+            keep.append(f"harness_slot.keep({s.output});")
+        keep.extend(f"harness_slot.keep_grad({name});" for name in s.inputs)
         src.gen(o, "    auto harness_body = [&](bool harness_keep) {")
         src.user("stmt", o, s.stmt)
         src.gen(
             o,
             f"      if (harness_keep) {{ {' '.join(keep)} }}",
             "    };",
-            '    slot.set_phase("stmt");',
+            '    harness_slot.set_phase("stmt");',
             "    if (number == harness::stmt::kProbe) {",
-            *(f"      slot.clear_grad({name});" for name in s.inputs),
+            *(f"      harness_slot.clear_grad({name});" for name in s.inputs),
             "      harness_body(true);",
             "      number = co_yield int64_t{0};",
             "      continue;",
@@ -523,7 +525,11 @@ def _emit_statement(src: _Source, i: int, s: CppStatement) -> None:
             "  }",
             "}",
         )
-    src.gen(o, "int64_t sample(int64_t number) { return slot.sample(number); }", f"}}  // namespace harness_s{i}")
+    src.gen(
+        o,
+        "int64_t harness_sample(int64_t number) { return harness_slot.sample(number); }",
+        f"}}  // namespace harness_s{i}",
+    )
 
 
 def generate_sources(name: str, statements: Sequence[CppStatement]) -> list[str]:
@@ -545,13 +551,13 @@ def generate_sources(name: str, statements: Sequence[CppStatement]) -> list[str]
     # The module table goes at the end of TU 0.
     tail = _Source()
     decls = [
-        f"namespace harness_s{i} {{ extern harness::stmt::Slot slot; int64_t sample(int64_t); }}"
+        f"namespace harness_s{i} {{ extern harness::stmt::Slot harness_slot; int64_t harness_sample(int64_t); }}"
         for i in range(len(statements))
         if tu_of[i] != 0
     ]
     decls += [f"namespace harness_tu{t} {{ extern const bool pch_used; }}" for t in range(1, len(units))]
     entries = ",\n".join(
-        f'    {{"{s.key}", &harness_s{i}::slot, &harness_s{i}::sample}}' for i, s in enumerate(statements)
+        f'    {{"{s.key}", &harness_s{i}::harness_slot, &harness_s{i}::harness_sample}}' for i, s in enumerate(statements)
     )
     pch_used = " && ".join(f"harness_tu{t}::pch_used" for t in range(len(units)))
     tail.gen(
