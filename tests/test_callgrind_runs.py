@@ -100,6 +100,37 @@ def test_temporary_files_are_removed(native_runs):
     assert not out_dir.exists()  # and the directory goes with the counter
 
 
+def test_count_in_a_worker_process(tmp_path: Path):
+    # What other runners (the compile-time suite) do: get_counter() inside a
+    # process started with the counter's prefix and environment.
+    counter = get_counter("callgrind")
+    code = textwrap.dedent(
+        """
+        from harness.counters import get_counter
+        c = get_counter()
+        small, large = (lambda: sum(range(1000))), (lambda: sum(range(10000)))
+        c.count(small), c.count(large)  # warm-up: the first call also sets up allocator pools
+        print(c.name, c.count(small), c.count(small), c.count(large))
+        """
+    )
+    try:
+        proc = subprocess.run(
+            [*counter.worker_prefix(), sys.executable, "-c", code],
+            env={**__import__("os").environ, **counter.worker_env()}, capture_output=True, text=True, timeout=300,
+        )
+        left = [p.name for p in counter.out_dir().iterdir() if p.name.startswith("callgrind.out") and p.name.count(".") > 2]
+    finally:
+        counter.close()
+    assert proc.returncode == 0, proc.stderr
+    name, a, b, c = proc.stdout.split()
+    assert name == "callgrind"
+    # In-process (no fork: fn's side effects must stay), so the allocator's state differs between calls:
+    # here the int churn of sum() lands on fresh or reused obmalloc pools (~7%).
+    assert int(a) > 0 and abs(int(a) - int(b)) <= 0.1 * int(a)
+    assert 5 < int(c) / int(a) < 15
+    assert not left  # each count's dump was removed
+
+
 # ------------------------------------------------------------------ collect_callgrind
 
 

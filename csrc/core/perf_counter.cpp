@@ -86,6 +86,13 @@ void InstructionCounter::start() noexcept {
   running_ = true;
   if (fd_ < 0) return;
   ioctl(fd_, PERF_EVENT_IOC_RESET, 0);
+  // The enabled/running times accumulate over the counter's life (RESET
+  // clears only the count): keep this period's starting point.
+  ReadFormat r{};
+  if (::read(fd_, &r, sizeof(r)) == static_cast<ssize_t>(sizeof(r))) {
+    enabled0_ = r.time_enabled;
+    running0_ = r.time_running;
+  }
   ioctl(fd_, PERF_EVENT_IOC_ENABLE, 0);
 }
 
@@ -95,7 +102,9 @@ int64_t InstructionCounter::stop() noexcept {
   ioctl(fd_, PERF_EVENT_IOC_DISABLE, 0);
   ReadFormat r{};
   if (::read(fd_, &r, sizeof(r)) != static_cast<ssize_t>(sizeof(r))) return -1;
-  if (r.time_running < r.time_enabled) return -1;  // multiplexed: only an estimate
+  // Running for less of this period than enabled: the PMU was shared
+  // (multiplexed) and the count is only an estimate.
+  if (r.time_running - running0_ < r.time_enabled - enabled0_) return -1;
   return static_cast<int64_t>(r.value);
 }
 

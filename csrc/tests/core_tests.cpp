@@ -122,6 +122,21 @@ static void test_callgrind_markers_are_noops_outside_valgrind() {
   harness::callgrind::region_begin();
   harness::callgrind::region_end();
   harness::callgrind::zero_stats();
+  CHECK(harness::callgrind::toggle_region() == 0 && harness::callgrind::toggle_region() == 0);
+  harness::callgrind::stop_instrumentation();
+}
+
+static void test_perf_counter_open_never_fails_silently() {
+  auto counter = harness::perf::InstructionCounter::open();
+  if (!counter.ok()) {
+    CHECK(!counter.reason().empty());  // says why (no PMU, paranoid setting, ...)
+    CHECK(counter.toggle() == 0 && counter.toggle() == 0 && counter.last() == -1);
+    return;
+  }
+  volatile int64_t sink = 0;
+  const int64_t small = counter.count([&] { for (int i = 0; i < 1000; ++i) sink = sink + i; });
+  const int64_t large = counter.count([&] { for (int i = 0; i < 100000; ++i) sink = sink + i; });
+  CHECK(small > 0 && large > 10 * small);
 }
 
 int main() {
@@ -132,6 +147,7 @@ int main() {
   test_adaptive_stops_and_respects_max();
   test_invalid_arguments();
   test_callgrind_markers_are_noops_outside_valgrind();
+  test_perf_counter_open_never_fails_silently();
   if (failures) {
     std::fprintf(stderr, "%d check(s) failed\n", failures);
     return 1;

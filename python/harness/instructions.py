@@ -112,6 +112,29 @@ def run_timer_instructions(task: Task, min_run_time: float) -> TaskResult:
     return instruction_result(task, counter, stmt, baseline, number, detail)
 
 
+def count_task(task: Task, sampler: Any, *, clocked: bool, baseline: Any = None) -> TaskResult:
+    """The instruction-mode result of any runner that can build a sampler for its task.
+
+    ``sampler``: a ``harness.sampler`` capsule or ``callable(number)``;
+    ``clocked`` when it is a generated Python block built with the worker
+    counter's ``clock()``. ``baseline``: a sampler of the same shape doing
+    nothing, whose count is subtracted. Reads ``number``, ``repeats`` and
+    ``detail`` from ``task.params``.
+    """
+    p = task.params
+    counter = worker_counter()
+    number = _positive_int(p, "number", DEFAULT_NUMBER)
+    repeats = _positive_int(p, "repeats", 1)
+    detail = p.get("detail") or "symbols"
+    if detail not in DETAILS:
+        raise UsageError(f"detail must be one of {', '.join(DETAILS)}, got {detail!r}")
+    stmt = counter.measure(sampler, number, repeats, clocked=clocked, detail=detail != "total")
+    base = None
+    if baseline is not None:
+        base = counter.measure(baseline, number, 1, clocked=clocked, detail=detail != "total")[0]
+    return instruction_result(task, counter, stmt, base, number, detail)
+
+
 def instruction_result(
     task: Task,
     counter: InstructionCounter,

@@ -31,23 +31,13 @@ def _factory(target: str) -> Any:
 
 
 def run_sampler_task(task: Task, min_run_time: float) -> TaskResult:
-    from .instructions import DEFAULT_NUMBER, _positive_int, instruction_result
-
     p = task.params
     factory = _factory(p["factory"])
     sampler = factory(*p.get("args", ()))
     if task.mode == "instructions":
-        from .counters import worker_counter
+        from .instructions import count_task
 
-        counter = worker_counter()
-        number = _positive_int(p, "number", DEFAULT_NUMBER)
-        repeats = _positive_int(p, "repeats", 1)
-        detail = p.get("detail") or "symbols"
-        stmt = counter.measure(sampler, number, repeats, clocked=False, detail=detail != "total")
-        baseline = None
-        if p.get("baseline_args") is not None:
-            empty = factory(*p["baseline_args"])
-            baseline = counter.measure(empty, number, 1, clocked=False, detail=detail != "total")[0]
-        return instruction_result(task, counter, stmt, baseline, number, detail)
+        baseline = factory(*p["baseline_args"]) if p.get("baseline_args") is not None else None
+        return count_task(task, sampler, clocked=False, baseline=baseline)
     n, raw = native().blocked_autorange(sampler, p.get("min_run_time") or min_run_time)
     return TaskResult(task=task, status="ok", unit="s", samples=[t / 1e9 / n for t in raw], number_per_run=n)

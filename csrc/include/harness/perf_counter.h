@@ -20,7 +20,7 @@ class InstructionCounter {
   static InstructionCounter open();
   InstructionCounter(InstructionCounter&& other) noexcept
       : fd_(std::exchange(other.fd_, -1)), reason_(std::move(other.reason_)), running_(other.running_),
-        last_(other.last_) {}
+        last_(other.last_), enabled0_(other.enabled0_), running0_(other.running0_) {}
   InstructionCounter& operator=(InstructionCounter&&) = delete;
   InstructionCounter(const InstructionCounter&) = delete;
   ~InstructionCounter();
@@ -58,6 +58,8 @@ class InstructionCounter {
   std::string reason_;
   bool running_ = false;
   int64_t last_ = -1;
+  uint64_t enabled0_ = 0;  // time_enabled / time_running when start() was called
+  uint64_t running0_ = 0;
 };
 
 }  // namespace harness::perf
