@@ -14,8 +14,8 @@ repeats; a row's noise_margin in expected_results.csv should sit well above
 it (this script suggests three times the spread, at least 1.5%) so that the
 gate fails on real changes only.
 
-`--output FILE.csv` writes the median of the repeats as name,metric,value
-rows, from which `python -m harness check FILE.csv --expected ... --update`
+`--output FILE.csv` writes the median of the repeats (a measured value: the
+lower middle one for an even count) as name,metric,value rows, from which `python -m harness check FILE.csv --expected ... --update`
 records expected values.
 """
 
@@ -127,12 +127,12 @@ def main(argv: list[str] | None = None) -> int:
             table.add_row(case, "", f"{len(ok)} of {len(results)} runs ok", "", "")
             continue
         values = [r.extra["actual"] for r in ok]
-        medians.append((case, INSTRUCTIONS, statistics.median(values)))
+        medians.append((case, INSTRUCTIONS, statistics.median_low(values)))
         s = spread(values)
         current = margins.get((case, INSTRUCTIONS))
         table.add_row(
             case,
-            f"{statistics.median(values):,.0f}",
+            f"{statistics.median_low(values):,.0f}",
             f"{s:.3%}",
             f"{suggested_margin(s):.1%}",
             "" if current is None else f"{current:.1%}" + ("" if current >= suggested_margin(s) else " (too tight)"),

@@ -36,10 +36,10 @@ def metric_rows(results: Iterable[TaskResult]) -> list[Row]:
 
 
 def format_number(value: float) -> str:
-    """Integers without a decimal point (instruction counts), others to 6 significant digits."""
+    """Integers without a decimal point (instruction counts), others to 10 significant digits."""
     if math.isfinite(value) and value == int(value) and abs(value) < 2**63:
         return str(int(value))
-    return f"{value:.6g}"
+    return f"{value:.10g}"
 
 
 def write_metric_csv(path: str | Path, results: Iterable[TaskResult]) -> int:
