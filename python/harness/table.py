@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -94,7 +95,8 @@ def print_results(
     results: list[TaskResult], console: Console | None = None, tables: dict[str, str] | None = None
 ) -> None:
     """One table per suite and mode: a task kind's own layout, the suite's own table, or the generic one."""
-    console = console or Console()
+    # Logs and pipes get the whole table rather than an 80-column squeeze.
+    console = console or Console(width=None if sys.stdout.isatty() else 160)
     groups: dict[tuple[str, str], list[TaskResult]] = {}
     for r in results:
         # Kinds with their own layout get one table per suite (both modes in it).
