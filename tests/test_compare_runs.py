@@ -153,6 +153,21 @@ def test_cli_compare_and_fail_on_regression(cli, tmp_path: Path):
     assert r.returncode == 0 and "slower" not in r.stdout
 
 
+def test_fail_on_regression_counts_a_benchmark_that_now_fails(cli, tmp_path: Path):
+    base = RunRecord(environment(), [wall("s", "op", [1e-6] * 5), wall("s", "other", [1e-6] * 5),
+                                     failed("s", "broken", "ValueError: always")])
+    new = RunRecord(environment(run_id="run-b"), [failed("s", "op", "RuntimeError: boom\nmore"),
+                                                  wall("s", "other", [1e-6] * 5), failed("s", "broken", "x")])
+    base.save(tmp_path / "base.json")
+    new.save(tmp_path / "new.json")
+    r = cli("compare", str(tmp_path / "base.json"), str(tmp_path / "new.json"), "--fail-on-regression", "50")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "1 benchmark(s) that ran in the base run fail in the new one" in r.stderr
+    assert "s/op: RuntimeError: boom" in r.stderr and "s/broken" not in r.stderr  # failed in both: not new
+    r = cli("compare", str(tmp_path / "base.json"), str(tmp_path / "new.json"))
+    assert r.returncode == 0  # without the gate, failures are shown, not judged
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [(["--alpha", "1.5"], "--alpha must be between 0 and 1"), (["--min-effect", "-1"], "--min-effect must be >= 0")],

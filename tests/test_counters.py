@@ -111,6 +111,20 @@ def test_unknown_counter_and_mode():
         with_mode([t], "cycles")
 
 
+def test_mode_keeps_twins_a_suite_defined():
+    """Compile-time cases come as a wall and an instruction task with settings of their own."""
+    wall = Task("s", "case", "compile_time", {"iterations": 5}, mode="wall")
+    count = Task("s", "case", "compile_time", {"iterations": 1}, mode="instructions")
+    other = Task("s", "plain", "timer", {"stmt": "pass"})
+    both = with_mode([wall, count, other], "both")
+    assert [(t.name, t.mode) for t in both] == [
+        ("case", "wall"), ("case", "instructions"), ("plain", "wall"), ("plain", "instructions")
+    ]
+    assert both[0] is wall and both[1] is count
+    assert with_mode([count, wall], "wall") == [wall]
+    assert with_mode([wall, count], "instructions") == [count]
+
+
 def test_callgrind_counter_needs_a_valgrind_worker():
     counter = CallgrindCounter(out_dir="/nonexistent")
     with pytest.raises(HarnessError, match="started under valgrind"):

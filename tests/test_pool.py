@@ -10,6 +10,8 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 from harness.pool import WorkerPool
 from harness.task import Task
 
@@ -48,7 +50,10 @@ def test_parallel_jobs_keep_task_order():
     assert all(r.ok for r in results)
 
 
-def test_ctrl_c_keeps_completed_results(tmp_path: Path):
+@pytest.mark.parametrize(
+    ("sig", "code", "word"), [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")]
+)
+def test_ctrl_c_keeps_completed_results(tmp_path: Path, sig, code, word):
     root = tmp_path / "benchmarks"
     root.mkdir()
     (root / "bench_slow.py").write_text(
@@ -75,10 +80,10 @@ def test_ctrl_c_keeps_completed_results(tmp_path: Path):
         time.sleep(0.2)
     assert workers, "the bench run never started a worker"
     time.sleep(4)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     stdout, stderr = proc.communicate(timeout=60)
-    assert proc.returncode == 130, stderr
-    assert "interrupted; kept 1 of 2 results" in stderr
+    assert proc.returncode == code, stderr
+    assert f"{word}; kept 1 of 2 results" in stderr
     record = json.loads(out.read_text())
     assert [r["task"]["name"] for r in record["results"]] == ["fast"]
     assert "Traceback" not in stderr

@@ -117,9 +117,11 @@ def collect_callgrind(
     collect_baseline: bool = True,
     retain_out_file: bool = False,
     timeout: float | None = None,
+    scope: str = "function",
 ) -> CallgrindStats | tuple[CallgrindStats, ...]:
     """``Timer.collect_callgrind``: one CallgrindStats, or a tuple of them when ``repeats`` is given."""
     from .instructions import dump_globals
+    from .python_block import SCOPES
     from .timer import Language
 
     _positive_int("number", number)
@@ -127,8 +129,14 @@ def collect_callgrind(
         _positive_int("repeats", repeats)
     if timeout is not None and not timeout > 0:
         raise UsageError(f"timeout must be > 0 seconds, got {timeout!r}")
+    if scope not in SCOPES:
+        raise UsageError(f"scope must be one of {', '.join(SCOPES)}, got {scope!r}")
     spec = timer.task_spec
     python = timer.language is Language.PYTHON
+    if scope != "function" and not python:
+        raise UsageError(f"scope={scope!r} applies to Python statements only (a C++ statement runs in a C++ loop)")
+    if scope == "module" and timer._callgrind_batch_setup:
+        raise UsageError("batch_setup needs scope='function': the module-scope block unrolls the statement")
     if not python and timer._callgrind_globals:
         raise UsageError("globals are only supported for Python statements")
     params = {
@@ -142,6 +150,7 @@ def collect_callgrind(
         "repeats": repeats or 1,
         "baseline": bool(collect_baseline) and python,
         "detail": "full",
+        "scope": scope,
         "retain_out_file": bool(retain_out_file),
         "globals": dump_globals(timer._callgrind_globals) if python else None,
     }

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 
 from rich.console import Console
@@ -12,7 +14,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from . import __version__
-from .errors import HarnessError, UsageError
+from .errors import HarnessError, Terminated, UsageError
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -202,7 +204,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             "they compete for cores and caches, so their times are distorted"
         )
     results = []
-    interrupted = False
+    interrupted: KeyboardInterrupt | None = None
     with Progress(
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
         console=console, transient=True,
@@ -235,8 +237,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
                         jobs=args.jobs, prefix=counter.worker_prefix(), env=counter.worker_env(),
                         timeout=args.timeout, diagnostics=counter.diagnostics,
                     ).run(instruction_tasks, args.min_run_time, on_result=done)
-        except KeyboardInterrupt:
-            interrupted = True
+        except KeyboardInterrupt as exc:
+            interrupted = exc
         finally:
             if counter is not None:
                 counter.close()  # its temporary files, also on Ctrl-C
@@ -252,9 +254,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
     elif args.output:
         appended = RunRecord(environment=env, results=results).save(args.output)
         console.print(f"run record {'appended to' if appended else 'written to'} {args.output}")
-    if interrupted:
-        console.print(f"harness: interrupted; kept {len(results)} of {len(tasks)} results")
-        return 130
+    if interrupted is not None:
+        what = "terminated" if isinstance(interrupted, Terminated) else "interrupted"
+        console.print(f"harness: {what}; kept {len(results)} of {len(tasks)} results")
+        return _interrupted_exit_code(interrupted)
     return 1 if failed else 0
 
 
@@ -351,11 +354,19 @@ def cmd_compare(args: argparse.Namespace) -> int:
     print_comparison(comparison, console, symbols=args.symbols, top=args.top, notes=notes)
     if args.fail_on_regression is not None:
         bad = comparison.regressions(beyond=args.fail_on_regression / 100)
+        broken = comparison.newly_failed()
+        err = Console(stderr=True)
         if bad:
-            err = Console(stderr=True)
             err.print(f"[red]{len(bad)} significant regression(s) beyond {args.fail_on_regression:g}%:[/red]")
             for row in bad:
                 err.print(f"  {escape(row.suite)}/{escape(row.name)}: {row.change * 100:+.1f}%", highlight=False)
+        if broken:
+            err.print(f"[red]{len(broken)} benchmark(s) that ran in the base run fail in the new one:[/red]")
+            for row in broken:
+                first = (row.new.error or "").strip().splitlines()[:1]
+                err.print(f"  {escape(row.suite)}/{escape(row.name)}: {escape(first[0] if first else 'failed')}",
+                          highlight=False)
+        if bad or broken:
             return 1
     return 0
 
@@ -374,20 +385,34 @@ COMMANDS = {
 }
 
 
+def _interrupted_exit_code(exc: KeyboardInterrupt) -> int:
+    return Terminated.exit_code if isinstance(exc, Terminated) else 130
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    raise Terminated()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
         return 2
+    # A SIGTERM (a CI job cancelled, `kill`) cleans up as Ctrl-C does: without
+    # this, Python dies at once and leaves its (valgrind'ed) workers running.
+    previous = signal.signal(signal.SIGTERM, _on_sigterm) if threading.current_thread() is threading.main_thread() else None
     try:
         return COMMANDS[args.command](args)
     except HarnessError as exc:
         print(f"harness: error: {exc}", file=sys.stderr)
         return exc.exit_code
-    except KeyboardInterrupt:
-        print("harness: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        print(f"harness: {'terminated' if isinstance(exc, Terminated) else 'interrupted'}", file=sys.stderr)
+        return _interrupted_exit_code(exc)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

@@ -67,6 +67,10 @@ class Comparison:
         """Significant regressions whose size exceeds ``beyond`` (relative)."""
         return [r for r in self.rows if r.regression and r.change is not None and abs(r.change) > beyond]
 
+    def newly_failed(self) -> list[Row]:
+        """Benchmarks that ran in the base run and fail in the new one: the worst regression of all."""
+        return [r for r in self.rows if r.base.ok and not r.new.ok]
+
 
 def min_p_value(n1: int, n2: int) -> float:
     """The smallest two-sided p the exact U test can give for these sample sizes."""

@@ -27,3 +27,10 @@ class BuildError(HarnessError):
     """Building native code failed."""
 
     exit_code = 1
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, turned into an interruption so the same clean-up runs as for Ctrl-C
+    (workers killed, temporary files removed, finished results kept)."""
+
+    exit_code = 143  # 128 + SIGTERM, what a shell reports for a process killed by it

@@ -9,7 +9,9 @@ instructions per run.
 
 Parameters (``task.params``, besides the Timer's): ``number`` runs per
 measurement (default 100), ``repeats`` measurements (default 1),
-``baseline`` (default True for Python), ``detail``: "symbols" (default: top
+``baseline`` (default True for Python), ``scope`` (Python: "function", the
+timeit loop, default; "module", torch's unrolled module-level block),
+``detail``: "symbols" (default: top
 functions per run in ``extra["symbols"]``), "total" (counts only) or "full"
 (every function, inclusive and exclusive, for ``CallgrindStats``; with
 ``retain_out_file`` also the callgrind file's text).
@@ -48,7 +50,9 @@ def _positive_int(params: Mapping[str, Any], key: str, default: int) -> int:
     return value
 
 
-def _python_block(params: Mapping[str, Any], stmt: str, counter: InstructionCounter, with_globals: bool) -> Any:
+def _python_block(
+    params: Mapping[str, Any], stmt: str, counter: InstructionCounter, with_globals: bool, scope: str = "function"
+) -> Any:
     from .python_block import PythonBlock
 
     return PythonBlock(
@@ -58,6 +62,7 @@ def _python_block(params: Mapping[str, Any], stmt: str, counter: InstructionCoun
         batch_setup=params.get("batch_setup"),
         globals=load_globals(params.get("globals")) if with_globals else None,
         clock_ns=counter.clock(),
+        scope=scope,
     )
 
 
@@ -92,21 +97,24 @@ def run_timer_instructions(task: Task, min_run_time: float) -> TaskResult:
     if detail not in DETAILS:
         raise UsageError(f"detail must be one of {', '.join(DETAILS)}, got {detail!r}")
     python = language is Language.PYTHON
+    scope = p.get("scope") or "function"
+    if scope != "function" and not python:
+        raise UsageError(f"scope={scope!r} applies to Python statements only")
     want_baseline = bool(p.get("baseline", True)) and python
 
     with torch_threads(threads):
         if python:
-            block = _python_block(p, p["stmt"], counter, with_globals=True)
+            block = _python_block(p, p["stmt"], counter, with_globals=True, scope=scope)
         else:
             block = _cpp_block(p, p["stmt"])
         keep_text = detail == "full" and bool(p.get("retain_out_file"))
         stmt = measure_block(block, counter, number, repeats, clocked=python, detail=detail, keep_text=keep_text)
         baseline = None
         if want_baseline:
-            key = (counter.name, language.name, number, threads, detail)
+            key = (counter.name, language.name, number, threads, detail, scope)
             baseline = _baselines.get(key)
             if baseline is None:
-                empty = _python_block({}, "pass", counter, with_globals=False)
+                empty = _python_block({}, "pass", counter, with_globals=False, scope=scope)
                 baseline = measure_block(empty, counter, number, 1, clocked=True, detail=detail)[0]
                 _baselines[key] = baseline
     return instruction_result(task, counter, stmt, baseline, number, detail)

@@ -47,7 +47,15 @@ class WorkerStartFailed(WorkerDied):
 class Worker:
     """One worker process and its pipes."""
 
-    def __init__(self, prefix: Sequence[str] = (), env: dict[str, str] | None = None, start_timeout: float = 600.0):
+    def __init__(
+        self,
+        prefix: Sequence[str] = (),
+        env: dict[str, str] | None = None,
+        start_timeout: float = 600.0,
+        on_spawn: Callable[[Worker], None] | None = None,
+    ):
+        """``on_spawn(worker)`` is called as soon as the process exists, before it is ready,
+        so an owner can kill a worker that is still starting (under valgrind, ~10 s)."""
         read_fd, write_fd = os.pipe()
         full_env = dict(os.environ)
         # The worker must import this same harness, installed or from source.
@@ -69,11 +77,16 @@ class Worker:
         self._stderr_thread = threading.Thread(target=self._drain_stderr, daemon=True)
         self._stderr_thread.start()
         try:
+            if on_spawn is not None:
+                on_spawn(self)
             self._receive(start_timeout, what="start")
         except (TimeoutError, WorkerDied) as exc:
             reason = f"no answer in {start_timeout:g} s" if isinstance(exc, TimeoutError) else str(exc)
             self.kill()
             raise WorkerStartFailed(_with_stderr(reason, self.take_stderr()), self.proc.pid) from None
+        except BaseException:  # Ctrl-C while it starts: nobody else knows this process yet
+            self.kill()
+            raise
 
     def _drain_stderr(self) -> None:
         assert self.proc.stderr is not None
@@ -91,13 +104,16 @@ class Worker:
 
     def _receive(self, timeout: float, what: str) -> dict:
         sel = selectors.DefaultSelector()
-        sel.register(self._results, selectors.EVENT_READ)
         try:
-            if not sel.select(timeout):
-                raise TimeoutError(what)
+            sel.register(self._results, selectors.EVENT_READ)
+            ready = sel.select(timeout)
+            line = self._results.readline() if ready else None
+        except (ValueError, OSError):  # another thread killed it and closed the pipe
+            raise WorkerDied("worker was killed") from None
         finally:
             sel.close()
-        line = self._results.readline()
+        if line is None:
+            raise TimeoutError(what)
         if not line:
             raise WorkerDied(self._death_reason())
         return json.loads(line)
@@ -172,10 +188,14 @@ class WorkerPool:
         self._stopping = threading.Event()
 
     def _start_worker(self) -> Worker:
-        worker = Worker(self.prefix, self.env, self.start_timeout)
+        return Worker(self.prefix, self.env, self.start_timeout, on_spawn=self._track)
+
+    def _track(self, worker: Worker) -> None:
+        """Known to shutdown() from the moment it exists; one spawned while stopping is killed at once."""
         with self._lock:
             self._workers.append(worker)
-        return worker
+        if self._stopping.is_set():
+            raise KeyboardInterrupt
 
     def _drop(self, worker: Worker) -> None:
         worker.kill()

@@ -9,6 +9,13 @@ core's, taken inside the block around the loop.
 Setup runs once; the names the statement uses that setup (or ``globals``)
 bound are passed as default arguments, so inside the loop they are fast locals
 exactly as in ``timeit``, without re-running setup for every block.
+
+``scope="module"`` builds the block the way torch's ``collect_callgrind``
+does instead: the statement unrolled in blocks of 100 at module scope (every
+name a dictionary lookup, bytecode run once per site, so barely specialised),
+after a warm-up loop in the same code object. It is slower and counts more
+instructions than the function block; it exists so counts can be compared
+with torch's one for one.
 """
 
 from __future__ import annotations
@@ -22,10 +29,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from .errors import StatementError
+from .errors import StatementError, UsageError
 
 BLOCK_FILENAME = "<harness block>"
 _SOURCES = ("global_setup", "setup", "batch_setup", "stmt")
+SCOPES = ("function", "module")
+UNROLL = 100  # torch's block size: the unrolled block repeats this many copies of the statement
 
 
 def normalize(code: str) -> str:
@@ -63,7 +72,13 @@ class PythonBlock:
         globals: dict[str, Any] | None = None,
         timer: Callable[[], float] | None = None,
         clock_ns: Callable[[], int] | None = None,
+        scope: str = "function",
     ) -> None:
+        if scope not in SCOPES:
+            raise UsageError(f"scope must be one of {', '.join(SCOPES)}, got {scope!r}")
+        if scope == "module" and batch_setup:
+            raise UsageError("batch_setup needs scope='function': the module-scope block unrolls the statement")
+        self.scope = scope
         self.code = {
             "global_setup": normalize(global_setup or ""),
             "setup": normalize(setup or "pass"),
@@ -79,6 +94,12 @@ class PythonBlock:
 
     # -- building -----------------------------------------------------------
     def _build(self) -> Callable[[int], int]:
+        ns = self._setup_namespace()
+        if self.scope == "module":
+            return self._module_sampler(ns)
+        return self._function_block(ns)
+
+    def _setup_namespace(self) -> dict[str, Any]:
         ns = self._globals
         ns.setdefault("__builtins__", builtins)
         try:
@@ -90,7 +111,15 @@ class PythonBlock:
         for where in ("global_setup", "setup"):
             with self.translate_errors():
                 exec(compile(self.code[where], f"<{where}>", "exec"), ns)
+        return ns
 
+    def _clocks(self) -> tuple[Callable[[], Any], Callable[[Any], int]]:
+        if self._timer is not None:
+            return self._timer, (lambda dt: int(dt * 1e9))
+        assert self._clock_ns is not None
+        return self._clock_ns, int
+
+    def _function_block(self, ns: dict[str, Any]) -> Callable[[int], int]:
         stmt_names = _names_loaded(self._trees["stmt"]) | _names_loaded(self._trees["batch_setup"])
         params = sorted(n for n in stmt_names if n in ns and not n.startswith("__harness"))
         has_batch_setup = bool(self.code["batch_setup"])
@@ -113,10 +142,7 @@ class PythonBlock:
         lines.append("    return __harness_elapsed(__harness_t1 - __harness_t0)")
         source = "\n".join(lines) + "\n"
 
-        if self._timer is not None:
-            clock, elapsed = self._timer, (lambda dt: int(dt * 1e9))
-        else:
-            clock, elapsed = self._clock_ns, int
+        clock, elapsed = self._clocks()
         ns.update(
             __harness_clock=clock,
             __harness_elapsed=elapsed,
@@ -125,6 +151,42 @@ class PythonBlock:
         )
         exec(compile(source, BLOCK_FILENAME, "exec"), ns)
         return ns["__harness_block"]
+
+    def _module_sampler(self, ns: dict[str, Any]) -> Callable[[int], int]:
+        clock, elapsed = self._clocks()
+        ns.update(__harness_clock=clock, __harness_range=range)
+        codes: dict[int, tuple[Any, dict[int, tuple[str, int]]]] = {}
+
+        def run(number: int) -> int:
+            if number not in codes:
+                source = self._module_source(number)
+                codes[number] = (compile(source, BLOCK_FILENAME, "exec"), self._line_map)
+            code, self._line_map = codes[number]
+            exec(code, ns)
+            return elapsed(ns["__harness_t1"] - ns["__harness_t0"])
+
+        return run
+
+    def _module_source(self, number: int) -> str:
+        """Warm-up loop, then ``number`` copies of the statement between the clock reads.
+
+        Sets ``_line_map`` for this source: each copy's lines map back to the statement.
+        """
+        self._line_map = {}
+        lines = [f"for __harness_i in __harness_range({min(number, 10)}):"]
+        self._map_lines(lines, "stmt", 1)
+        lines.append("__harness_t0 = __harness_clock()")
+        loops, remainder = divmod(number, UNROLL)
+        if loops == 1:  # `for _ in range(1)` would only add instructions
+            loops, remainder = 0, number
+        if loops:
+            lines.append(f"for __harness_i in __harness_range({loops}):")
+            for _ in range(UNROLL):
+                self._map_lines(lines, "stmt", 1)
+        for _ in range(remainder):
+            self._map_lines(lines, "stmt", 0)
+        lines.append("__harness_t1 = __harness_clock()")
+        return "\n".join(lines) + "\n"
 
     def _map_lines(self, lines: list[str], where: str, depth: int) -> None:
         for i, text in enumerate(self.code[where].splitlines() or ["pass"], start=1):

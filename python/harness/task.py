@@ -50,7 +50,20 @@ def with_mode(tasks: list[Task], mode: str | None) -> list[Task]:
 
         raise UsageError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
     modes = ("wall", "instructions") if mode == "both" else (mode,)
-    return [t if t.mode == m else dataclasses.replace(t, mode=m) for t in tasks for m in modes]
+    # A suite may already define a task in both modes (the compile-time cases
+    # do, with settings of their own per mode): keep that twin rather than
+    # converting the other one into a duplicate.
+    defined = {(t.full_name, t.mode) for t in tasks}
+    out: list[Task] = []
+    seen: set[tuple[str, str]] = set()
+    for t in tasks:
+        for m in modes:
+            key = (t.full_name, m)
+            if key in seen or (t.mode != m and key in defined):
+                continue
+            seen.add(key)
+            out.append(t if t.mode == m else dataclasses.replace(t, mode=m))
+    return out
 
 
 def matches(task: Task, pattern: str | None) -> bool:

@@ -177,6 +177,7 @@ class Timer:
         collect_baseline: bool = True,
         retain_out_file: bool = False,
         timeout: float | None = None,
+        scope: str = "function",
     ) -> CallgrindStats | tuple[CallgrindStats, ...]:
         """Instruction counts of ``number`` runs under callgrind, as torch's ``collect_callgrind``.
 
@@ -188,7 +189,15 @@ class Timer:
         only, as in torch). ``globals`` must be builtins or wrapped in
         ``torch.utils.benchmark.CopyIfCallgrind``. ``timeout``: seconds before
         the measurement is killed (default 1800).
+
+        ``scope`` (Python statements): "function" (default) counts the
+        warmed-up ``timeit`` loop, where the statement's names are fast
+        locals and its bytecode is specialised, as in code that runs hot.
+        "module" counts the statement the way torch does (unrolled at module
+        scope: every name a dictionary lookup, bytecode barely specialised):
+        more instructions, but the same ones torch counts, for comparing with
+        counts recorded by torch.
         """
         from .callgrind_worker import collect_callgrind
 
-        return collect_callgrind(self, number, repeats, collect_baseline, retain_out_file, timeout)
+        return collect_callgrind(self, number, repeats, collect_baseline, retain_out_file, timeout, scope)
