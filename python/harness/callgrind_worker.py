@@ -4,7 +4,9 @@ torch starts a fresh ``valgrind python`` (and ``import torch`` under it) for
 every call; here the first call starts one worker under callgrind and later
 calls send it their statements, so start-up is paid once per process. The
 worker is restarted after a crash or a timeout and closed when the process
-exits; its temporary files go with it.
+exits; its temporary files go with it. With ``HARNESS_KEEP_WORKER=SECONDS``
+the worker outlives the process (``kept_worker.py``), so the next script run
+skips the start-up as well.
 """
 
 from __future__ import annotations
@@ -12,11 +14,13 @@ from __future__ import annotations
 import atexit
 import re
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from .callgrind import CallgrindStats, FunctionCounts, empty_counts
 from .counters import CallgrindCounter
 from .errors import HarnessError, StatementError, UsageError
+from .kept_worker import KeptWorker, keep_seconds, open_counter_worker
 from .pool import Worker, WorkerDied, WorkerStartFailed, _with_stderr
 from .result import TaskResult
 from .task import Task
@@ -30,8 +34,16 @@ class CallgrindWorker:
 
     def __init__(self) -> None:
         self._counter: CallgrindCounter | None = None
-        self._worker: Worker | None = None
+        self._worker: Worker | KeptWorker | None = None
         self._lock = threading.Lock()
+
+    def _start(self, counter: CallgrindCounter) -> Worker | KeptWorker:
+        keep = keep_seconds()
+        if keep is not None:
+            kept = open_counter_worker(counter, keep, START_TIMEOUT)
+            if kept is not None:
+                return kept
+        return Worker(counter.worker_prefix(), counter.worker_env(), START_TIMEOUT)
 
     def run(self, task: Task, timeout: float) -> TaskResult:
         with self._lock:
@@ -42,10 +54,12 @@ class CallgrindWorker:
             if self._worker is None or self._worker.proc.poll() is not None:
                 self._discard()
                 try:
-                    self._worker = Worker(counter.worker_prefix(), counter.worker_env(), START_TIMEOUT)
+                    self._worker = self._start(counter)
                 except WorkerStartFailed as exc:
-                    raise HarnessError(_with_notes(f"could not start the callgrind worker: {exc}", counter, exc.pid)) from None
+                    raise HarnessError(_with_notes(f"could not start the callgrind worker: {exc}", counter.diagnostics, exc.pid)) from None
             worker = self._worker
+            # A kept worker's valgrind logs are in its own directory.
+            notes = worker.diagnostics if isinstance(worker, KeptWorker) else counter.diagnostics
             try:
                 return worker.run(task, 0.0, timeout)
             except TimeoutError:
@@ -57,14 +71,14 @@ class CallgrindWorker:
                             "(pass a larger timeout= for long statements)",
                             worker.take_stderr(),
                         ),
-                        counter,
+                        notes,
                         worker.proc.pid,
                     )
                 ) from None
             except WorkerDied as exc:
                 self._discard()
                 raise StatementError(
-                    _with_notes(_with_stderr(f"the callgrind worker died: {exc}", worker.take_stderr()), counter, worker.proc.pid)
+                    _with_notes(_with_stderr(f"the callgrind worker died: {exc}", worker.take_stderr()), notes, worker.proc.pid)
                 ) from None
             except BaseException:  # Ctrl-C: the worker may be mid-task; do not reuse it
                 self._discard()
@@ -85,8 +99,8 @@ class CallgrindWorker:
                 self._counter = None
 
 
-def _with_notes(message: str, counter: CallgrindCounter, pid: int) -> str:
-    notes = counter.diagnostics(pid)
+def _with_notes(message: str, diagnostics: Callable[[int], str], pid: int) -> str:
+    notes = diagnostics(pid)
     return f"{message}\n--- valgrind ---\n{notes}" if notes else message
 
 

@@ -62,6 +62,12 @@ def _parser() -> argparse.ArgumentParser:
         help="instruction counter: perf (hardware counter: fast, close), callgrind (valgrind: exact, slow), "
         "auto (perf where readable, else callgrind; default)",
     )
+    bench.add_argument(
+        "--keep-worker", type=float, default=None, metavar="SECONDS",
+        help="keep the instruction-counting workers running after this run, for the next run to reuse, "
+        "until idle for SECONDS (default: $HARNESS_KEEP_WORKER, else not kept); compile-time cases and "
+        "other tasks that need a fresh process never use them",
+    )
 
     compare = sub.add_parser(
         "compare", help="compare two run records: change per benchmark and whether it is significant"
@@ -176,6 +182,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
         check_writable(args.output)
     wall_tasks = [t for t in tasks if t.mode != "instructions"]
     instruction_tasks = [t for t in tasks if t.mode == "instructions"]
+    from .kept_worker import keep_seconds
+
+    keep = keep_seconds(args.keep_worker)
     counter = None
     if instruction_tasks:
         from .counters import get_counter
@@ -233,9 +242,16 @@ def cmd_bench(args: argparse.Namespace) -> int:
                 if wall_tasks:
                     WorkerPool(jobs=args.jobs, timeout=args.timeout).run(wall_tasks, args.min_run_time, on_result=done)
                 if instruction_tasks and counter is not None:
+                    kept = None
+                    if keep is not None:
+                        from .kept_worker import open_counter_worker
+
+                        def kept(slot: int, counter=counter, keep=keep):  # noqa: ANN202
+                            return open_counter_worker(counter, keep, 600.0, slot)
+
                     WorkerPool(
                         jobs=args.jobs, prefix=counter.worker_prefix(), env=counter.worker_env(),
-                        timeout=args.timeout, diagnostics=counter.diagnostics,
+                        timeout=args.timeout, diagnostics=counter.diagnostics, kept=kept,
                     ).run(instruction_tasks, args.min_run_time, on_result=done)
         except KeyboardInterrupt as exc:
             interrupted = exc

@@ -6,8 +6,9 @@ more) is paid per worker, not per task. A task that crashes its worker or
 exceeds its timeout becomes a failed TaskResult carrying the worker's stderr,
 and the slot starts a fresh worker for the next task. A task with
 ``params["fresh_worker"]`` never shares its process with an earlier task.
-Ctrl-C kills every
-worker and re-raises; results already delivered are the caller's to keep.
+Ctrl-C (or SIGTERM, through the CLI) kills every worker, also one still
+starting, and re-raises; results already delivered are the caller's to keep.
+With ``kept=``, slots borrow kept workers that outlive the run (``kept_worker.py``).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 from .result import TaskResult
 from .task import Task
@@ -174,20 +176,29 @@ class WorkerPool:
         timeout: float = DEFAULT_TIMEOUT,
         start_timeout: float = 600.0,
         diagnostics: Callable[[int], str] | None = None,
+        kept: Callable[[int], Any] | None = None,
     ) -> None:
         """``diagnostics(pid)``: what the ``prefix`` tool logged about a worker that failed,
-        attached to the failed result (e.g. valgrind's report of a crash)."""
+        attached to the failed result (e.g. valgrind's report of a crash). ``kept(slot)``:
+        a kept worker (``kept_worker.py``) for that slot, or None to start a private one;
+        tasks that need a fresh process never get one."""
         self.jobs = max(1, jobs)
         self.prefix = list(prefix)
         self.env = env
         self.timeout = timeout
         self.start_timeout = start_timeout
         self.diagnostics = diagnostics
-        self._workers: list[Worker] = []
+        self.kept = kept
+        self._workers: list[Any] = []
         self._lock = threading.Lock()
         self._stopping = threading.Event()
 
-    def _start_worker(self) -> Worker:
+    def _start_worker(self, slot: int = 0, fresh: bool = False) -> Any:
+        if self.kept is not None and not fresh:
+            worker = self.kept(slot)
+            if worker is not None:
+                self._track(worker)
+                return worker
         return Worker(self.prefix, self.env, self.start_timeout, on_spawn=self._track)
 
     def _track(self, worker: Worker) -> None:
@@ -203,11 +214,13 @@ class WorkerPool:
             if worker in self._workers:
                 self._workers.remove(worker)
 
-    def _notes(self, pid: int) -> str:
-        if self.diagnostics is None:
+    def _notes(self, pid: int, worker: Any = None) -> str:
+        # A kept worker's tool logs are in its own directory.
+        diagnostics = getattr(worker, "diagnostics", None) or self.diagnostics
+        if diagnostics is None:
             return ""
         try:
-            notes = self.diagnostics(pid).strip()
+            notes = diagnostics(pid).strip()
         except Exception as exc:  # diagnostics must never hide the failure itself
             notes = f"(could not read diagnostics: {exc})"
         return f"\n--- {Path(self.prefix[0]).name if self.prefix else 'worker'} ---\n{notes}" if notes else ""
@@ -218,10 +231,10 @@ class WorkerPool:
             if worker in self._workers:
                 self._workers.remove(worker)
 
-    def _run_one(self, worker: Worker | None, task: Task, min_run_time: float) -> tuple[Worker | None, TaskResult]:
+    def _run_one(self, worker: Any, task: Task, min_run_time: float, slot: int = 0) -> tuple[Any, TaskResult]:
         try:
             if worker is None:
-                worker = self._start_worker()
+                worker = self._start_worker(slot, fresh=bool(task.params.get("fresh_worker")))
         except WorkerStartFailed as exc:
             return None, TaskResult(task=task, status="failed", error=f"could not start a worker: {exc}{self._notes(exc.pid)}")
         except (TimeoutError, WorkerDied, OSError) as exc:
@@ -233,12 +246,12 @@ class WorkerPool:
             stderr = worker.take_stderr()
             timeout = task.params.get("timeout") or self.timeout
             message = _with_stderr(f"timed out after {timeout:g} s; the task was killed", stderr)
-            return None, TaskResult(task=task, status="failed", error=message + self._notes(worker.proc.pid))
+            return None, TaskResult(task=task, status="failed", error=message + self._notes(worker.proc.pid, worker))
         except WorkerDied as exc:
             self._drop(worker)
             if self._stopping.is_set():
                 raise KeyboardInterrupt from None
-            message = _with_stderr(str(exc), worker.take_stderr()) + self._notes(worker.proc.pid)
+            message = _with_stderr(str(exc), worker.take_stderr()) + self._notes(worker.proc.pid, worker)
             return None, TaskResult(task=task, status="failed", error=message)
 
     def run(
@@ -255,8 +268,8 @@ class WorkerPool:
         results: list[TaskResult | None] = [None] * len(tasks)
         done: queue.Queue[tuple[int, TaskResult] | BaseException] = queue.Queue()
 
-        def slot() -> None:
-            worker: Worker | None = None
+        def slot(number: int) -> None:
+            worker: Any = None
             try:
                 while not self._stopping.is_set():
                     try:
@@ -269,7 +282,7 @@ class WorkerPool:
                         # counts by ~1%), so it gets a process of its own.
                         self._retire(worker)
                         worker = None
-                    worker, result = self._run_one(worker, task, min_run_time)
+                    worker, result = self._run_one(worker, task, min_run_time, number)
                     done.put((index, result))
             except BaseException as exc:  # noqa: BLE001 - handed to the main thread
                 done.put(exc)
@@ -277,7 +290,7 @@ class WorkerPool:
                 if worker is not None:
                     worker.close()
 
-        threads = [threading.Thread(target=slot, daemon=True) for _ in range(min(self.jobs, len(tasks)))]
+        threads = [threading.Thread(target=slot, args=(i,), daemon=True) for i in range(min(self.jobs, len(tasks)))]
         for t in threads:
             t.start()
         try:

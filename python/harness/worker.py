@@ -1,7 +1,9 @@
 """Worker process: runs Tasks sent as JSON lines and answers with TaskResults.
 
 ``python -m harness.worker --result-fd N`` reads one request per line on
-stdin and writes one JSON line per answer on fd N. Results get their own
+stdin and writes one JSON line per answer on fd N; with ``--listen SOCKET``
+it serves the same lines to one client at a time on a Unix socket (a kept
+worker, see ``kept_worker.py``). Results get their own
 pipe because user statements may print to stdout; the worker's stdout is
 pointed at its stderr, which the pool keeps as the task's diagnostic output.
 A crash (segfault, abort) kills only this process; the pool reports it and
@@ -21,9 +23,7 @@ from typing import Any
 
 def serve(result_fd: int) -> int:
     # Imports after the redirect so even import-time prints stay off the pipe.
-    from .result import TaskResult
-    from .runner import DEFAULT_MIN_RUN_TIME, run_task
-    from .task import Task
+    from . import runner  # noqa: F401 - loaded before saying ready
 
     out = os.fdopen(result_fd, "w", buffering=1, encoding="utf-8")
 
@@ -35,19 +35,69 @@ def serve(result_fd: int) -> int:
     for line in sys.stdin:
         if not line.strip():
             continue
-        request = json.loads(line)
-        if request.get("op") == "exit":
+        answer = handle(line)
+        if answer is None:
             break
-        task = Task.from_json(request["task"])
-        result: TaskResult = run_task(task, request.get("min_run_time") or DEFAULT_MIN_RUN_TIME)
-        send({"result": result.to_json()})
+        send(answer)
     return 0
+
+
+def handle(line: str | bytes) -> dict[str, Any] | None:
+    """The answer to one request line; None for the request to exit."""
+    from .result import TaskResult
+    from .runner import DEFAULT_MIN_RUN_TIME, run_task
+    from .task import Task
+
+    request = json.loads(line)
+    if request.get("op") == "exit":
+        return None
+    task = Task.from_json(request["task"])
+    result: TaskResult = run_task(task, request.get("min_run_time") or DEFAULT_MIN_RUN_TIME)
+    return {"result": result.to_json()}
+
+
+# Waits for the process to end (gone, or a zombie), then removes the file it
+# wrote last, and the log valgrind opened for this shell between fork and exec.
+_CLEAN_AFTER_EXIT = (
+    'while [ -e "/proc/$0" ] && ! grep -q "^[0-9]* (.*) Z" "/proc/$0/stat" 2>/dev/null; do sleep 0.2; done; '
+    'rm -f -- "$1" "$2/valgrind.$$.log"'
+)
+
+
+def _remove_own_files(directory: str) -> None:
+    """A kept worker's files, as it exits idle (nobody else will).
+
+    callgrind writes its final dump after Python has exited, so a small
+    detached shell (not under valgrind) removes that one.
+    """
+    import subprocess
+
+    pid = os.getpid()
+    for name in (f"valgrind.{pid}.log", "stderr.log"):
+        try:
+            os.unlink(os.path.join(directory, name))
+        except OSError:
+            pass
+    final_dump = os.path.join(directory, f"callgrind.out.{pid}")
+    if os.environ.get("HARNESS_CALLGRIND_DIR"):
+        try:
+            subprocess.Popen(
+                ["sh", "-c", _CLEAN_AFTER_EXIT, str(pid), final_dump, directory],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        except OSError:
+            pass  # the next kept worker of this directory removes it
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m harness.worker")
-    parser.add_argument("--result-fd", type=int, required=True)
+    parser.add_argument("--result-fd", type=int, help="answer on this fd; requests come on stdin")
+    parser.add_argument("--listen", metavar="SOCKET", help="serve clients on this Unix socket (a kept worker)")
+    parser.add_argument("--idle-timeout", type=float, default=600.0, help="with --listen: exit after this idle time")
     args = parser.parse_args(argv)
+    if (args.result_fd is None) == (args.listen is None):
+        parser.error("give exactly one of --result-fd and --listen")
     # A segfault in a statement then prints the Python stack to stderr,
     # which the pool attaches to the failed result.
     faulthandler.enable()
@@ -55,6 +105,14 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout = sys.stderr
     # The pool owns interruption: it kills workers on Ctrl-C.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if args.listen is not None:
+        from . import runner  # noqa: F401 - loaded before the first client connects
+        from .kept_worker import serve_socket
+
+        try:
+            return serve_socket(args.listen, args.idle_timeout, handle)
+        finally:
+            _remove_own_files(os.path.dirname(args.listen))
     return serve(args.result_fd)
 
 
