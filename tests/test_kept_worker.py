@@ -32,6 +32,7 @@ SCRIPT = textwrap.dedent(
     stats = harness.Timer("y = x + 1", setup="x = torch.ones(4)").collect_callgrind(number=100, repeats=2)
     w = shared_worker()._worker
     print(json.dumps({"type": type(w).__name__, "pid": w.proc.pid, "reused": getattr(w, "reused", None),
+                      "server": getattr(w, "server_pid", None),
                       "dir": str(getattr(w, "directory", "")), "counts": [s.counts() for s in stats],
                       "denoised": stats[0].counts(denoise=True)}))
     """
@@ -70,12 +71,15 @@ def test_next_run_reuses_the_kept_worker_and_a_busy_one_is_not_shared(short_tmp:
     first = _run_script(short_tmp)
     assert first["type"] == "KeptWorker" and first["reused"] is False
     assert first["counts"][0] == first["counts"][1]  # forked repeats stay identical
-    assert Path(f"/proc/{first['pid']}").exists()  # it outlived the script
+    assert Path(f"/proc/{first['server']}").exists()  # the worker outlived the script
+    assert not Path(f"/proc/{first['pid']}").exists()  # its session did not
 
     second = _run_script(short_tmp)
-    assert second["type"] == "KeptWorker" and second["reused"] is True and second["pid"] == first["pid"]
-    # The worker's history moves a count a little, never much.
-    assert abs(second["denoised"] - first["denoised"]) / first["denoised"] < 0.005
+    assert second["type"] == "KeptWorker" and second["reused"] is True
+    assert second["dir"] == first["dir"] and second["pid"] != first["pid"]  # a new session of the same worker
+    assert second["server"] == first["server"]
+    # Each session is a fork of the worker as it stood after start-up: no drift with history.
+    assert second["counts"] == first["counts"]
 
     # While another client holds it, a run gets a private worker instead of waiting.
     lock_fd = os.open(Path(first["dir"]) / "lock", os.O_RDWR)
@@ -84,12 +88,13 @@ def test_next_run_reuses_the_kept_worker_and_a_busy_one_is_not_shared(short_tmp:
         busy = _run_script(short_tmp)
     finally:
         os.close(lock_fd)
-    assert busy["type"] == "Worker" and busy["pid"] != first["pid"]
-    assert abs(busy["denoised"] - first["denoised"]) / first["denoised"] < 0.005
+    assert busy["type"] == "Worker"
+    # Another process, another start-up: close, not identical.
+    assert abs(busy["denoised"] - first["denoised"]) / first["denoised"] < 0.03
 
     # Another setting (here the environment) gets a worker of its own.
     other = _run_script(short_tmp, OMP_NUM_THREADS="1")
-    assert other["type"] == "KeptWorker" and other["pid"] != first["pid"] and other["dir"] != first["dir"]
+    assert other["type"] == "KeptWorker" and other["server"] != first["server"] and other["dir"] != first["dir"]
 
 
 def test_server_serves_one_client_at_a_time_and_exits_when_idle(short_tmp: Path):
@@ -104,14 +109,23 @@ def test_server_serves_one_client_at_a_time_and_exits_when_idle(short_tmp: Path)
         while not sock_path.exists() and time.monotonic() < deadline:
             time.sleep(0.05)
         task = Task("t", "x", "timer", {"stmt": "x = 1", "min_run_time": 0.01})
-        for _ in range(2):  # two clients in turn
+        sessions = []
+        for killed in (True, False, False):  # clients in turn; the first one's session is killed mid-way
             with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s, s.makefile("rwb") as f:
                 s.connect(str(sock_path))
-                assert json.loads(f.readline())["ready"] == server.pid
+                hello = json.loads(f.readline())
+                assert hello["server"] == server.pid
+                sessions.append(hello["ready"])
+                if killed:
+                    os.killpg(sessions[-1], signal.SIGKILL)
+                    assert f.readline() == b""
+                    continue
                 f.write((json.dumps({"task": task.to_json(), "min_run_time": 0.01}) + "\n").encode())
                 f.flush()
                 answer = json.loads(f.readline())
                 assert answer["result"]["status"] == "ok"
+        assert len(set(sessions)) == 3 and server.pid not in sessions  # a fork per client
+        assert server.poll() is None  # a killed session does not end the worker
         assert oct(sock_path.stat().st_mode & 0o777) == "0o600"  # the owner's alone
         assert server.wait(timeout=30) == 0  # idle for 3 s: gone
         assert not sock_path.exists()

@@ -121,17 +121,12 @@ def worker_key(prefix_options: Sequence[str], env: dict[str, str], slot: int = 0
 
 
 class _RemoteProcess:
-    """The parts of ``subprocess.Popen`` a pool uses, for a process that is not our child."""
+    """The parts of ``subprocess.Popen`` a pool uses, for a session process that is not our child."""
 
-    def __init__(self, pid: int, popen: subprocess.Popen | None = None) -> None:
+    def __init__(self, pid: int) -> None:
         self.pid = pid
-        self._popen = popen  # set when this process started it: reaps it
 
     def poll(self) -> int | None:
-        if self._popen is not None:
-            code = self._popen.poll()
-            if code is not None:
-                return code
         try:
             with open(f"/proc/{self.pid}/stat", "rb") as f:
                 state = f.read().rsplit(b")", 1)[1].split()[0]
@@ -143,13 +138,18 @@ class _RemoteProcess:
 class KeptWorker:
     """A client's hold on a kept worker: same interface as ``pool.Worker``."""
 
-    def __init__(self, directory: Path, lock_fd: int, sock: socket.socket, pid: int, popen: subprocess.Popen | None):
+    def __init__(
+        self, directory: Path, lock_fd: int, sock: socket.socket, pid: int, server_pid: int,
+        popen: subprocess.Popen | None,
+    ):
         self.directory = directory
         self._lock_fd = lock_fd
         self._sock = sock
         self._file = sock.makefile("rwb")
-        self.proc = _RemoteProcess(pid, popen)
+        self.proc = _RemoteProcess(pid)  # this client's session (a fork of the kept worker)
+        self.server_pid = server_pid
         self.reused = popen is None
+        self._server = popen  # set when this client started the worker
         self._stderr_offset = _size(directory / "stderr.log")
 
     # -- opening ----------------------------------------------------------------
@@ -182,16 +182,14 @@ class KeptWorker:
             for attempt in range(2):
                 connected = _connect(path, timeout=30.0)
                 if connected is not None:
-                    sock, pid = connected
-                    return cls(directory, lock_fd, sock, pid, None)
+                    return cls(directory, lock_fd, *connected, None)
                 if attempt:
                     break
                 popen = _start_server(prefix, env, directory, idle_timeout)
                 connected = _wait_for_server(path, popen, start_timeout)
                 if isinstance(connected, str):
                     raise WorkerStartFailed(connected, popen.pid)
-                sock, pid = connected
-                return cls(directory, lock_fd, sock, pid, popen)
+                return cls(directory, lock_fd, *connected, popen)
             raise WorkerStartFailed(f"the kept worker in {directory} accepted no connection", -1)
         except BaseException:
             os.close(lock_fd)
@@ -251,9 +249,9 @@ class KeptWorker:
         return data.decode("utf-8", "replace")[-STDERR_TAIL_BYTES:]
 
     def kill(self) -> None:
-        """End the worker process itself (after a timeout or a crash, or on Ctrl-C)."""
+        """End this client's session (after a timeout or a crash, or on Ctrl-C); the worker stays."""
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
+            os.killpg(self.proc.pid, signal.SIGKILL)  # the session and the repeats it forked
         deadline = time.monotonic() + 10
         while self.proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.02)
@@ -304,8 +302,9 @@ def _size(path: Path) -> int:
         return 0
 
 
-def _connect(path: Path, timeout: float) -> tuple[socket.socket, int] | None:
-    """A connection to a live server and its pid, or None (no server, or a stale socket file)."""
+def _connect(path: Path, timeout: float) -> tuple[socket.socket, int, int] | None:
+    """A connection to a live server, its session's pid and the server's, or None (no server,
+    or a stale socket file)."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.connect(str(path))
@@ -317,7 +316,8 @@ def _connect(path: Path, timeout: float) -> tuple[socket.socket, int] | None:
                 raise ConnectionError("closed")
             hello += chunk
         sock.settimeout(None)
-        return sock, int(json.loads(hello)["ready"])
+        answer = json.loads(hello)
+        return sock, int(answer["ready"]), int(answer["server"])
     except (OSError, ValueError, KeyError):
         sock.close()
         return None
@@ -342,7 +342,7 @@ def _start_server(prefix: Sequence[str], env: dict[str, str], directory: Path, i
         )
 
 
-def _wait_for_server(path: Path, popen: subprocess.Popen, start_timeout: float) -> tuple[socket.socket, int] | str:
+def _wait_for_server(path: Path, popen: subprocess.Popen, start_timeout: float) -> tuple[socket.socket, int, int] | str:
     deadline = time.monotonic() + start_timeout
     while time.monotonic() < deadline:
         code = popen.poll()
@@ -374,11 +374,16 @@ def _remove_stale_files(directory: Path) -> None:
 # --------------------------------------------------------------------------- server side
 
 
-def serve_socket(path: str, idle_timeout: float, handle: Any) -> int:
-    """Accept one client at a time on ``path``; exit after ``idle_timeout`` s without one.
+def serve_socket(path: str, idle_timeout: float, handle: Any, session_ended: Any = None) -> int:
+    """Serve one client at a time on ``path``, each in a fork of this process; exit after
+    ``idle_timeout`` s without one.
 
-    ``handle(line) -> dict | None``: the answer to one request line (None: the
-    client asked the worker to exit).
+    Each client gets a fresh ``fork()`` of the server as it stood after start-up
+    (torch imported, nothing measured): every run starts from the same state,
+    so counts do not drift with the history of earlier runs, and a client's
+    crash or timeout ends only its session. ``handle(line) -> dict | None``:
+    the answer to one request line (None: end the session).
+    ``session_ended(pid, status)``: called in the server after each session.
     """
     sock_path = Path(path)
     with contextlib.suppress(FileNotFoundError):
@@ -392,28 +397,21 @@ def serve_socket(path: str, idle_timeout: float, handle: Any) -> int:
     bound_inode = sock_path.stat().st_ino
     server.listen(4)
     server.settimeout(idle_timeout)
-    hello = (json.dumps({"ready": os.getpid()}) + "\n").encode()
     try:
         while True:
             try:
                 conn, _ = server.accept()
             except TimeoutError:
                 return 0
-            conn.settimeout(None)
-            with conn, conn.makefile("rwb") as f:
-                try:
-                    f.write(hello)
-                    f.flush()
-                    for line in f:
-                        if not line.strip():
-                            continue
-                        answer = handle(line)
-                        if answer is None:
-                            return 0
-                        f.write((json.dumps(answer) + "\n").encode())
-                        f.flush()
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client went away mid-task: wait for the next one
+            pid = os.fork()
+            if pid == 0:  # pragma: no cover - the session, in the child
+                server.close()
+                os.setpgid(0, 0)  # a group of its own: a client's kill ends it, not the server
+                _serve_session(conn, handle)
+            conn.close()
+            _, status = os.waitpid(pid, 0)
+            if session_ended is not None:
+                session_ended(pid, status)
     finally:
         with contextlib.suppress(OSError):
             server.close()
@@ -421,3 +419,31 @@ def serve_socket(path: str, idle_timeout: float, handle: Any) -> int:
         with contextlib.suppress(OSError):
             if sock_path.stat().st_ino == bound_inode:
                 sock_path.unlink()
+
+
+def _serve_session(conn: socket.socket, handle: Any) -> None:
+    code = 0
+    try:
+        conn.settimeout(None)
+        with conn, conn.makefile("rwb") as f:
+            f.write((json.dumps({"ready": os.getpid(), "server": os.getppid()}) + "\n").encode())
+            f.flush()
+            for line in f:
+                if not line.strip():
+                    continue
+                answer = handle(line)
+                if answer is None:
+                    break
+                f.write((json.dumps(answer) + "\n").encode())
+                f.flush()
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # the client went away mid-task
+    except BaseException:  # noqa: BLE001 - reported on stderr, which the client reads
+        import traceback
+
+        traceback.print_exc()
+        code = 1
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)  # not the server's clean-up: it is still running

@@ -73,11 +73,10 @@ def _remove_own_files(directory: str) -> None:
     import subprocess
 
     pid = os.getpid()
-    for name in (f"valgrind.{pid}.log", "stderr.log"):
-        try:
-            os.unlink(os.path.join(directory, name))
-        except OSError:
-            pass
+    for name in os.listdir(directory):
+        # Its own log, its sessions' crash logs, its stderr; not the lock or a successor's socket.
+        if name.startswith("valgrind.") or name == "stderr.log":
+            _unlink(directory, name)
     final_dump = os.path.join(directory, f"callgrind.out.{pid}")
     if os.environ.get("HARNESS_CALLGRIND_DIR"):
         try:
@@ -88,6 +87,35 @@ def _remove_own_files(directory: str) -> None:
             )
         except OSError:
             pass  # the next kept worker of this directory removes it
+
+
+def serve_kept(path: str, idle_timeout: float) -> int:
+    """A kept worker: start-up done once, then a fork of it per client (see ``kept_worker.py``)."""
+    import torch  # noqa: F401 - the start-up every client would pay
+
+    from . import runner  # noqa: F401
+    from .kept_worker import serve_socket
+
+    directory = os.path.dirname(path)
+
+    def session_ended(pid: int, status: int) -> None:
+        # Its final callgrind dump is of no use; its valgrind log is kept
+        # after a crash, for the client's report (removed with the worker).
+        _unlink(directory, f"callgrind.out.{pid}")
+        if status == 0:
+            _unlink(directory, f"valgrind.{pid}.log")
+
+    try:
+        return serve_socket(path, idle_timeout, handle, session_ended)
+    finally:
+        _remove_own_files(directory)
+
+
+def _unlink(directory: str, name: str) -> None:
+    try:
+        os.unlink(os.path.join(directory, name))
+    except OSError:
+        pass
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -106,13 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     # The pool owns interruption: it kills workers on Ctrl-C.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if args.listen is not None:
-        from . import runner  # noqa: F401 - loaded before the first client connects
-        from .kept_worker import serve_socket
-
-        try:
-            return serve_socket(args.listen, args.idle_timeout, handle)
-        finally:
-            _remove_own_files(os.path.dirname(args.listen))
+        return serve_kept(args.listen, args.idle_timeout)
     return serve(args.result_fd)
 
 
