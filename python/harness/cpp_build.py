@@ -909,7 +909,6 @@ def _build_batch(statements: list[CppStatement], report: BuildReport, persist_fa
         try:
             module, name, seconds = _compile(remaining)
         except _CompileFailed as failure:
-            _log("failed_builds", statements=len(remaining))
             groups: dict[str, list[int]] = {}
             for i, s in enumerate(remaining):
                 groups.setdefault(s.global_setup, []).append(i)
@@ -923,6 +922,7 @@ def _build_batch(statements: list[CppStatement], report: BuildReport, persist_fa
             # independent bad statements are all trusted at once: one rebuild.
             trusted = trusted_failures(set(errors) - table_only_blame(failure.output, tu_members),
                                        remaining, tu_members)
+            _log("failed_builds", statements=len(remaining), named=len(errors), trusted=len(trusted))
             for i in trusted:
                 key = remaining[i].key
                 report.failed[key] = errors[i]
