@@ -27,10 +27,10 @@ each section (``stmt~3``, ``setup~3``, ...), so g++ reports ``stmt~3:2:7``;
 the owner (statement 3) is taken from the file name and the message rewritten
 to ``stmt:2:7`` with the offending line quoted. A statement whose brackets
 do not balance is rejected before it reaches a batch (``cpp_balance``): its
-errors would land in the code of the statements after it. When a batch fails,
+errors can land in the code of the statements after it. When a batch fails,
 the statements named in errors are recorded as failed (in the cache too, keyed
 by their content, for an hour) unless another statement's code may have caused
-their errors (see ``_trusted_failures``); those are rebuilt with the rest, and
+their errors (see ``trusted_failures``); those are rebuilt with the rest, and
 failures that name no statement are isolated by bisection.
 
 Counters: ``STATS`` (this process) and ``build.log`` beside the cache (JSON
