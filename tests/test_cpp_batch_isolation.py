@@ -4,9 +4,11 @@ Cost: the ``batch`` fixture compiles fresh statements (a per-session tag, so
 the cache cannot answer) in exactly two builds: one that fails (two genuinely
 bad statements and one statement broken by another's macro) and one that
 compiles the three good ones; the unbalanced statement never reaches g++. Each
-build is ~8 s of CPU with the torch PCH of the user cache, ~20-30 s without
-it. The CLI test then runs a suite of cached statements (~10 s). Measured on
-the shared 2-core VM at load ~2: about 50 s for the file with the PCH present.
+build is ~6 s with the torch PCH of the user cache, ~20-30 s without it. The
+CLI test then runs a suite of cached statements (~6 s). Measured on the shared
+2-core VM at load ~1: 19 s for the file with the PCH present (after
+test_cpp_statements.py, which builds it); 58 s when this file ran first on an
+empty cache, its builds competing with the background PCH build.
 """
 
 from __future__ import annotations
