@@ -25,10 +25,13 @@ rebuilt with the right flags.
 Compile errors are reported against the user's code: ``#line`` directives name
 each section (``stmt~3``, ``setup~3``, ...), so g++ reports ``stmt~3:2:7``;
 the owner (statement 3) is taken from the file name and the message rewritten
-to ``stmt:2:7`` with the offending line quoted. When a batch fails, the
-statements named in errors are recorded as failed (in the cache too, keyed by
-their content, for an hour) and the rest are rebuilt; failures that name no
-statement are isolated by bisection.
+to ``stmt:2:7`` with the offending line quoted. A statement whose brackets
+do not balance is rejected before it reaches a batch (``cpp_balance``): its
+errors can land in the code of the statements after it. When a batch fails,
+the statements named in errors are recorded as failed (in the cache too, keyed
+by their content, for an hour) unless another statement's code may have caused
+their errors (see ``trusted_failures``); those are rebuilt with the rest, and
+failures that name no statement are isolated by bisection.
 
 Counters: ``STATS`` (this process) and ``build.log`` beside the cache (JSON
 lines, every process) record hits, misses, builds and PCH use.
@@ -59,6 +62,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from . import cpp_balance
 from .atomic import atomic_write_text
 from .cache import cache_dir, ensure_private_dir
 from .errors import BuildError, StatementError
@@ -670,6 +674,57 @@ def attribute_errors(
     return out
 
 
+def table_only_blame(output: str, tu_members: dict[str, list[int]]) -> set[int]:
+    """Statements named only by errors in the module table (the end of TU 0).
+
+    The table names the slots of statements of every TU, but its errors come
+    from TU 0's code (a macro, say), not from the statements it names.
+    """
+    elsewhere: set[int] = set()
+    table: set[int] = set()
+    for block in _diagnostic_blocks(output):
+        owners: set[int] = set()
+        for line in block:
+            owners |= _owners(line, tu_members)
+        error_line = next((line for line in block if _ERROR.search(line)), "")
+        (table if "generated~module" in error_line else elsewhere).update(owners)
+    return table - elsewhere
+
+
+_DIRECTIVE_LINE = re.compile(r"^[ \t]*(?:#|%:)", re.MULTILINE)
+
+
+def leaks(statement: CppStatement) -> bool:
+    """Whether the statement's body code can change how the code after it parses: a
+    preprocessor directive (#define, #undef, #line, #pragma, an #include in a function).
+    Brackets cannot: cpp_balance rejected every statement whose sections do not balance."""
+    return any(_DIRECTIVE_LINE.search(statement.section(n)) for n in ("setup", "batch_setup", "stmt"))
+
+
+def trusted_failures(
+    named: set[int], statements: Sequence[CppStatement], tu_members: dict[str, list[int]]
+) -> set[int]:
+    """Which of the statements named by a failed build's errors fail on their own.
+
+    Within a TU, statements are emitted in index order, each inside its own
+    namespace and function, and every section balances (cpp_balance), so g++
+    recovers by the end of a statement: an error in one does not reach the
+    code of the next (tried: a missing ';' after a class or lambda, a stray
+    template '<', local templates, namespaces and extern "C" blocks, misplaced
+    case/return). What does reach it is the preprocessor. So a named statement
+    is trusted unless a statement before it in its TU has a directive in its
+    body; such a statement may only be a victim of that directive, whether the
+    directive's statement failed first or compiled fine.
+    """
+    tu_of = {i: t for t, members in tu_members.items() for i in members}
+    trusted = set()
+    for i in named:
+        t = tu_of.get(i)
+        if t is not None and not any(leaks(statements[j]) for j in tu_members[t] if j < i):
+            trusted.add(i)
+    return trusted
+
+
 # --------------------------------------------------------------------------- modules and the index
 
 
@@ -854,22 +909,38 @@ def _build_batch(statements: list[CppStatement], report: BuildReport, persist_fa
         try:
             module, name, seconds = _compile(remaining)
         except _CompileFailed as failure:
-            _log("failed_builds", statements=len(remaining))
             groups: dict[str, list[int]] = {}
             for i, s in enumerate(remaining):
                 groups.setdefault(s.global_setup, []).append(i)
             tu_members = {f"t{t}": members for t, members in enumerate(groups.values())}
             errors = attribute_errors(failure.output, remaining, tu_members)
-            if errors:
-                for i, message in errors.items():
-                    key = remaining[i].key
-                    report.failed[key] = message
-                    atomic_write_text(_index_path(key), json.dumps({"error": message, "time": time.time()}))
-                remaining = [s for i, s in enumerate(remaining) if i not in errors]
+            # A statement named by errors is recorded as failed (and cached)
+            # only when its own code is to blame (trusted_failures). The
+            # others named are rebuilt with the statements nobody named: that
+            # build is needed anyway, so one bad statement whose errors spill
+            # into others costs no more than one bad statement. Several
+            # independent bad statements are all trusted at once: one rebuild.
+            trusted = trusted_failures(set(errors) - table_only_blame(failure.output, tu_members),
+                                       remaining, tu_members)
+            _log("failed_builds", statements=len(remaining), named=len(errors), trusted=len(trusted))
+            for i in trusted:
+                key = remaining[i].key
+                report.failed[key] = errors[i]
+                atomic_write_text(_index_path(key), json.dumps({"error": errors[i], "time": time.time()}))
+            if trusted:
+                remaining = [s for i, s in enumerate(remaining) if i not in trusted]
                 continue
             if len(remaining) == 1:
                 # Not attributable to user code (toolchain trouble, out of memory): do not cache.
-                report.failed[remaining[0].key] = _tail(failure.output)
+                report.failed[remaining[0].key] = errors.get(0) or _tail(failure.output)
+                return
+            leaky = [s for s in remaining if leaks(s)]
+            if errors and 0 < len(leaky) < len(remaining):
+                # Every statement named may be a victim of a directive in another:
+                # build the statements without directives apart, where every
+                # error is trusted, and the few with directives apart.
+                _build_batch([s for s in remaining if not leaks(s)], report)
+                _build_batch(leaky, report)
                 return
             half = len(remaining) // 2
             _build_batch(remaining[:half], report)
@@ -899,6 +970,14 @@ def build(statements: Sequence[CppStatement]) -> BuildReport:
     missing: list[CppStatement] = []
     with _LOCK:
         for s in unique:
+            # Before the cache and before any batch: an unbalanced statement
+            # would break the statements compiled after it. Not cached: the
+            # check takes microseconds and gives the same answer every time.
+            unbalanced = cpp_balance.unbalanced({n: s.section(n) for n in cpp_balance.SECTIONS})
+            if unbalanced is not None:
+                report.failed[s.key] = unbalanced
+                STATS["unbalanced"] += 1
+                continue
             found = _lookup(s)
             if isinstance(found, CompiledStatement):
                 report.compiled[s.key] = found
