@@ -141,6 +141,7 @@ def test_cli_compare_and_fail_on_regression(cli, tmp_path: Path):
     r = cli("compare", str(base), str(new), "--fail-on-regression", "10")
     assert r.returncode == 1, r.stdout + r.stderr
     assert "dispatch: base vs new" in r.stdout and "compile_time: base vs new" in r.stdout
+    assert "aotdispatcher_inference_nosubclass_cpu" in r.stdout  # a log gets whole names, not 80 columns
     assert "dispatch/add[language=cpp]: +5" in r.stderr and "compile_time" in r.stderr
     r = cli("compare", str(base), str(new), "--fail-on-regression", "60")
     assert r.returncode == 0, r.stderr

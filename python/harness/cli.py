@@ -289,8 +289,9 @@ def cmd_check(args: argparse.Namespace) -> int:
             f"--metric compile_time_instruction_count"
         )
     verdicts = check.check(expected, actual, args.metric)
-    # Logs (CI) get the whole table rather than an 80-column squeeze.
-    console = Console(width=None if sys.stdout.isatty() else 160)
+    from .table import output_console
+
+    console = output_console()
     print_verdicts(verdicts, console)
     refresh = check.refresh_command(args.results, args.expected, args.metric)
     counts = {v: sum(1 for x in verdicts if x.verdict == v) for v in (check.REGRESSION, check.MISSING, check.IMPROVED, check.NEW)}
@@ -357,7 +358,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise UsageError(f"--fail-on-regression must be >= 0 (a percentage), got {args.fail_on_regression}")
     if args.top < 1:
         raise UsageError(f"--top must be >= 1, got {args.top}")
-    console = Console()
+    from .table import output_console
+
+    console = output_console()
     records = []
     for path in (args.base, args.new):
         runs = load_runs(path)

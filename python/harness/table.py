@@ -91,12 +91,17 @@ def _table_for(kind: str) -> Callable[[str, list[TaskResult]], Table]:
     return getattr(importlib.import_module(module), func)
 
 
+def output_console() -> Console:
+    """stdout for result tables: the terminal's width, or 160 columns in logs and pipes
+    (rich's 80 would squeeze benchmark names out of CI logs)."""
+    return Console(width=None if sys.stdout.isatty() else 160)
+
+
 def print_results(
     results: list[TaskResult], console: Console | None = None, tables: dict[str, str] | None = None
 ) -> None:
     """One table per suite and mode: a task kind's own layout, the suite's own table, or the generic one."""
-    # Logs and pipes get the whole table rather than an 80-column squeeze.
-    console = console or Console(width=None if sys.stdout.isatty() else 160)
+    console = console or output_console()
     groups: dict[tuple[str, str], list[TaskResult]] = {}
     for r in results:
         # Kinds with their own layout get one table per suite (both modes in it).
