@@ -70,6 +70,9 @@ def test_ctrl_c_keeps_completed_results(tmp_path: Path, sig, code, word):
     proc = subprocess.Popen(
         [sys.executable, "-m", "harness", "bench", "--path", str(root), "--output", str(out)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        # As from a terminal: a shell running this suite in the background
+        # (CI, nohup) hands its children SIGINT ignored, and Python keeps it so.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     # Wait until this run's worker is up and busy with the slow task.
     deadline = time.monotonic() + 120
