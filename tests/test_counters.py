@@ -125,6 +125,19 @@ def test_mode_keeps_twins_a_suite_defined():
     assert with_mode([wall, count], "instructions") == [count]
 
 
+def test_mode_picks_from_fixed_mode_pairs_of_the_compile_time_suite():
+    """Compile-time cases are named apart per mode (`case[wall]`, `case[instructions]`)."""
+    from harness.compile_time.cases import standard_cases
+
+    tasks = [t for case in standard_cases()[:2] for t in case.expand("compile_time")]
+    assert len(tasks) == 4
+    for mode, expected in (("instructions", ["instructions"] * 2), ("wall", ["wall"] * 2),
+                           ("both", ["instructions", "wall"] * 2), (None, ["instructions", "wall"] * 2)):
+        picked = with_mode(tasks, mode)
+        assert [t.mode for t in picked] == expected
+        assert all(t in tasks for t in picked)  # picked, never converted
+
+
 def test_callgrind_counter_needs_a_valgrind_worker():
     counter = CallgrindCounter(out_dir="/nonexistent")
     with pytest.raises(HarnessError, match="started under valgrind"):

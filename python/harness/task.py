@@ -50,13 +50,18 @@ def with_mode(tasks: list[Task], mode: str | None) -> list[Task]:
 
         raise UsageError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
     modes = ("wall", "instructions") if mode == "both" else (mode,)
-    # A suite may already define a task in both modes (the compile-time cases
-    # do, with settings of their own per mode): keep that twin rather than
-    # converting the other one into a duplicate.
+    # A suite may already define a task in both modes, with settings of its own
+    # per mode: keep that twin rather than converting the other one into a
+    # duplicate. Twins named apart (the compile-time cases: `case[wall]`,
+    # `case[instructions]`) say so with params["fixed_mode"]: they are only picked.
     defined = {(t.full_name, t.mode) for t in tasks}
     out: list[Task] = []
     seen: set[tuple[str, str]] = set()
     for t in tasks:
+        if t.params.get("fixed_mode"):
+            if t.mode in modes:
+                out.append(t)
+            continue
         for m in modes:
             key = (t.full_name, m)
             if key in seen or (t.mode != m and key in defined):

@@ -124,7 +124,9 @@ class CompileTimeBenchmark:
         # Each case in a process of its own: what a worker compiled before
         # shifts a case's instruction count by ~1% (measured), and "cold"
         # then means the first compile in a fresh process.
-        params: dict[str, Any] = {**spec, "description": self.description(), "fresh_worker": True}
+        # "fixed_mode": each task is one half of a pair with settings of its own per
+        # mode; `bench --mode` picks from the pair instead of converting one into the other.
+        params: dict[str, Any] = {**spec, "description": self.description(), "fresh_worker": True, "fixed_mode": True}
         counted = {**params, "timeout": self.timeout or INSTRUCTIONS_TIMEOUT}
         timed = {**params, "timeout": self.timeout} if self.timeout else params
         return [
