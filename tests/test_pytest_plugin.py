@@ -39,7 +39,7 @@ def test_raising(harness_bench):
     harness_bench(fails)
 
 def test_plain():
-    assert True
+    assert sorted([3, 1, 2]) == [1, 2, 3]
 """
 
 
@@ -128,7 +128,7 @@ def test_no_change_when_unused(inner: pytest.Pytester):
         test_plain="""
         import pytest
         def test_ok(): pass
-        def test_fail(): assert 1 == 2
+        def test_fail(): assert sorted([3, 1, 2]) == [3, 1, 2]
         @pytest.mark.skip(reason="r")
         def test_skip(): pass
         """

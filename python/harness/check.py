@@ -185,32 +185,18 @@ def read_results(path: str | Path) -> dict[Key, float]:
 
 
 def _metric_csv_rows(text: str, p: Path) -> list[tuple[str, str, float, int]]:
-    reader = csv.reader(io.StringIO(text, newline=""))
+    from .csvfile import parse_csv
+
+    _, parsed = parse_csv(
+        text, p, METRIC_COLUMNS, hint="pass a file written by `bench --output X.csv` or a run record (.json)"
+    )
     rows: list[tuple[str, str, float, int]] = []
-    try:
-        header = next(reader, None)
-        if not header:
-            raise UsageError(f"{p}:1: empty results file; expected a header {','.join(METRIC_COLUMNS)}")
-        missing = [c for c in METRIC_COLUMNS if c not in header]
-        if missing:
-            raise UsageError(
-                f"{p}:1: results CSV lacks column(s) {', '.join(missing)}; "
-                f"pass a file written by `bench --output X.csv` or a run record (.json)"
-            )
-        line = reader.line_num + 1
-        for cells in reader:
-            if cells:
-                if len(cells) != len(header):
-                    raise UsageError(f"{p}:{line}: {len(cells)} cells where the header has {len(header)}")
-                values = dict(zip(header, cells, strict=True))
-                try:
-                    value = float(values["value"])
-                except ValueError:
-                    raise UsageError(f"{p}:{line}: value {values['value']!r} is not a number") from None
-                rows.append((values["name"], values["metric"], value, line))
-            line = reader.line_num + 1
-    except csv.Error as exc:
-        raise UsageError(f"{p}:{reader.line_num}: malformed CSV: {exc}") from None
+    for line, values in parsed:
+        try:
+            value = float(values["value"])
+        except ValueError:
+            raise UsageError(f"{p}:{line}: value {values['value']!r} is not a number") from None
+        rows.append((values["name"], values["metric"], value, line))
     return rows
 
 

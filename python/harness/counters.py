@@ -262,13 +262,7 @@ class CallgrindCounter(InstructionCounter):
                         run = _fresh(sampler)
                         _warm_up(run, number)
                         C.region_end()
-                        C.zero_stats()
-                        if clocked:
-                            run(number)
-                        else:
-                            C.run_sampler(run, number)
-                        C.region_end()
-                        C.dump_stats("harness measure")
+                        _counted_run(C, run, number, clocked)
                         texts.extend(self._take(os.getpid()))
         finally:
             C.region_end()
@@ -335,13 +329,7 @@ class CallgrindCounter(InstructionCounter):
         try:
             err = os.open(self._dir / f"stderr.{os.getpid()}", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             os.dup2(err, 2)
-            C.zero_stats()
-            if clocked:
-                sampler(number)
-            else:
-                C.run_sampler(sampler, number)
-            C.region_end()
-            C.dump_stats("harness measure")
+            _counted_run(C, sampler, number, clocked)
         except BaseException as exc:  # noqa: BLE001 - reported to the parent
             code = 1
             text = f"{type(exc).__name__}: {exc}\n{''.join(traceback.format_exception(exc))}"
@@ -400,6 +388,17 @@ class CallgrindCounter(InstructionCounter):
         dumps, other = self._dumps(pid)
         for path in (*dumps, *other):
             path.unlink(missing_ok=True)
+
+
+def _counted_run(C: Any, sampler: Sampler, number: int, clocked: bool) -> None:
+    """One measurement: counts zeroed, the region run, its profile dumped."""
+    C.zero_stats()
+    if clocked:
+        sampler(number)  # the block's own clock reads are the region markers
+    else:
+        C.run_sampler(sampler, number)
+    C.region_end()
+    C.dump_stats("harness measure")
 
 
 def _fork_is_safe() -> bool:

@@ -65,6 +65,15 @@ def read_csv(path: str | os.PathLike[str], required: Sequence[str] = ()) -> tupl
         raise UsageError(f"{p}: no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"{p}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    return parse_csv(text, p, required)
+
+
+def parse_csv(
+    text: str, path: Path, required: Sequence[str] = (), hint: str | None = None
+) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
+    """``read_csv`` of text already read from ``path`` (named in errors); ``hint`` replaces
+    the generic advice when a required column is missing."""
+    p = path
     with _large_fields():
         reader = csv.reader(io.StringIO(text, newline=""))
         try:
@@ -75,7 +84,7 @@ def read_csv(path: str | os.PathLike[str], required: Sequence[str] = ()) -> tupl
             if missing:
                 raise UsageError(
                     f"{p}:1: CSV header lacks column(s) {', '.join(missing)}; "
-                    f"expected at least: {', '.join(required)}"
+                    + (hint or f"expected at least: {', '.join(required)}")
                 )
             rows: list[tuple[int, dict[str, str]]] = []
             line = reader.line_num + 1

@@ -10,6 +10,7 @@ import importlib.util
 import sys
 import traceback
 from pathlib import Path
+from types import ModuleType
 
 from .errors import UsageError
 from .suite import Suite
@@ -34,23 +35,32 @@ def default_root(path: str | None = None) -> Path:
     return Path(path) if path else Path.cwd() / "benchmarks"
 
 
-def load_suite(name: str, path: Path) -> Suite:
-    module_name = f"harness_suite_{name}"
+def load_module_file(module_name: str, path: Path, what: str) -> ModuleType:
+    """Import the file ``path`` as ``module_name``, with its folder on sys.path while it runs
+    (so it can import helpers that sit beside it). ``what`` names it in the error when it
+    cannot be loaded; exceptions raised by its code propagate."""
     spec = importlib.util.spec_from_file_location(module_name, path)
     if spec is None or spec.loader is None:
-        raise UsageError(f"cannot import suite {name!r} from {path}")
+        raise UsageError(f"cannot import {what} from {path}")
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
-    # Let a suite import helpers that sit beside it.
     sys.path.insert(0, str(path.parent))
     try:
         spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(path.parent))
+    return module
+
+
+def load_suite(name: str, path: Path) -> Suite:
+    try:
+        module = load_module_file(f"harness_suite_{name}", path, f"suite {name!r}")
+    except UsageError:
+        raise
     except Exception as exc:
         frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == str(path)]
         where = f"{path}:{frames[-1].lineno}" if frames else str(path)
         raise UsageError(f"suite {name!r} failed to import at {where}: {type(exc).__name__}: {exc}") from exc
-    finally:
-        sys.path.remove(str(path.parent))
     suites = [v for v in vars(module).values() if isinstance(v, Suite)]
     if len(suites) != 1:
         raise UsageError(f"{path} must define exactly one harness.Suite at module level (found {len(suites)})")

@@ -30,6 +30,7 @@ from .callgrind import is_noisy, standardize_symbol
 from .callgrind_output import Profile
 from .counters import InstructionCounter, worker_counter
 from .errors import HarnessError, UsageError
+from .python_block import check_scope
 from .result import TaskResult
 from .task import Task
 
@@ -42,11 +43,12 @@ _baselines: dict[tuple[Any, ...], Profile] = {}
 
 
 def _positive_int(params: Mapping[str, Any], key: str, default: int) -> int:
+    from .timer import require_positive
+
     value = params.get(key)
     if value is None:
         return default
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise UsageError(f"{key} must be a positive int, got {value!r}")
+    require_positive(key, value, int)
     return value
 
 
@@ -98,8 +100,7 @@ def run_timer_instructions(task: Task, min_run_time: float) -> TaskResult:
         raise UsageError(f"detail must be one of {', '.join(DETAILS)}, got {detail!r}")
     python = language is Language.PYTHON
     scope = p.get("scope") or "function"
-    if scope != "function" and not python:
-        raise UsageError(f"scope={scope!r} applies to Python statements only")
+    check_scope(scope, python, p.get("batch_setup"))
     want_baseline = bool(p.get("baseline", True)) and python
 
     with torch_threads(threads):

@@ -28,7 +28,6 @@ import fcntl
 import hashlib
 import json
 import os
-import selectors
 import signal
 import socket
 import subprocess
@@ -203,7 +202,7 @@ class KeptWorker:
 
     # -- the Worker interface ---------------------------------------------------
     def run(self, task: Task, min_run_time: float, timeout: float) -> TaskResult:
-        from .pool import WorkerDied
+        from .pool import WorkerDied, read_answer
 
         request = {"task": task.to_json(), "min_run_time": min_run_time}
         self.take_stderr()
@@ -212,21 +211,10 @@ class KeptWorker:
             self._file.flush()
         except OSError:
             raise WorkerDied(self._death_reason()) from None
-        sel = selectors.DefaultSelector()
-        try:
-            sel.register(self._sock, selectors.EVENT_READ)
-            if not sel.select(timeout):
-                raise TimeoutError("task")
-            line = self._file.readline()
-        except (ValueError, OSError) as exc:
-            if isinstance(exc, TimeoutError):
-                raise
-            raise WorkerDied("worker was killed") from None
-        finally:
-            sel.close()
-        if not line:
+        answer = read_answer(self._sock, self._file.readline, timeout, "task")
+        if answer is None:
             raise WorkerDied(self._death_reason())
-        return TaskResult.from_json(json.loads(line)["result"])
+        return TaskResult.from_json(answer["result"])
 
     def _death_reason(self) -> str:
         for _ in range(50):  # the socket closes a moment before the process is gone

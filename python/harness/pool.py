@@ -105,20 +105,10 @@ class Worker:
         return data.decode("utf-8", "replace")[-STDERR_TAIL_BYTES:]
 
     def _receive(self, timeout: float, what: str) -> dict:
-        sel = selectors.DefaultSelector()
-        try:
-            sel.register(self._results, selectors.EVENT_READ)
-            ready = sel.select(timeout)
-            line = self._results.readline() if ready else None
-        except (ValueError, OSError):  # another thread killed it and closed the pipe
-            raise WorkerDied("worker was killed") from None
-        finally:
-            sel.close()
-        if line is None:
-            raise TimeoutError(what)
-        if not line:
+        answer = read_answer(self._results, self._results.readline, timeout, what)
+        if answer is None:
             raise WorkerDied(self._death_reason())
-        return json.loads(line)
+        return answer
 
     def _death_reason(self) -> str:
         try:
@@ -323,6 +313,28 @@ class WorkerPool:
             workers = list(self._workers)
         for w in workers:
             w.kill()
+
+
+def read_answer(
+    channel: Any, readline: Callable[[], str | bytes], timeout: float, what: str
+) -> dict[str, Any] | None:
+    """The next JSON line a worker writes on ``channel``; None when it closed it (died).
+
+    TimeoutError(``what``) after ``timeout`` s of silence; WorkerDied when
+    another thread killed the worker and closed the channel under us.
+    """
+    sel = selectors.DefaultSelector()
+    try:
+        sel.register(channel, selectors.EVENT_READ)
+        ready = sel.select(timeout)
+        line = readline() if ready else None
+    except (ValueError, OSError):
+        raise WorkerDied("worker was killed") from None
+    finally:
+        sel.close()
+    if line is None:
+        raise TimeoutError(what)
+    return json.loads(line) if line else None
 
 
 def _with_stderr(message: str, stderr: str) -> str:

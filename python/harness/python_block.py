@@ -37,6 +37,16 @@ SCOPES = ("function", "module")
 UNROLL = 100  # torch's block size: the unrolled block repeats this many copies of the statement
 
 
+def check_scope(scope: str, python: bool, batch_setup: str | None) -> None:
+    """UsageError unless ``scope`` can build a block for this statement."""
+    if scope not in SCOPES:
+        raise UsageError(f"scope must be one of {', '.join(SCOPES)}, got {scope!r}")
+    if scope != "function" and not python:
+        raise UsageError(f"scope={scope!r} applies to Python statements only (a C++ statement runs in a C++ loop)")
+    if scope == "module" and batch_setup:
+        raise UsageError("batch_setup needs scope='function': the module-scope block unrolls the statement")
+
+
 def normalize(code: str) -> str:
     """Dedent and drop leading/trailing blank lines, so line 1 is the first code line."""
     return textwrap.dedent(code).strip("\n")
@@ -74,10 +84,7 @@ class PythonBlock:
         clock_ns: Callable[[], int] | None = None,
         scope: str = "function",
     ) -> None:
-        if scope not in SCOPES:
-            raise UsageError(f"scope must be one of {', '.join(SCOPES)}, got {scope!r}")
-        if scope == "module" and batch_setup:
-            raise UsageError("batch_setup needs scope='function': the module-scope block unrolls the statement")
+        check_scope(scope, True, batch_setup)
         self.scope = scope
         self.code = {
             "global_setup": normalize(global_setup or ""),

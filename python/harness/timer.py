@@ -48,7 +48,8 @@ def torch_threads(num_threads: int) -> Iterator[None]:
         torch.set_num_threads(previous)
 
 
-def _positive(name: str, value: float, kind: type = float) -> None:
+def require_positive(name: str, value: float, kind: type = float) -> None:
+    """UsageError unless ``value`` is a positive number (of ``kind``): the one check of counts and durations."""
     if not isinstance(value, (int, float)) or isinstance(value, bool) or not value > 0:
         raise UsageError(f"{name} must be a positive {kind.__name__}, got {value!r}")
     if kind is int and not isinstance(value, int):
@@ -85,7 +86,7 @@ class Timer:
             raise UsageError(f"stmt must be a string, got {type(stmt).__name__}")
         if not isinstance(setup, str):
             raise UsageError(f"setup must be a string, got {type(setup).__name__}")
-        _positive("num_threads", num_threads, int)
+        require_positive("num_threads", num_threads, int)
         self._language = parse_language(language)
         # Kept for collect_callgrind, which rebuilds the statement in its worker.
         self._callgrind_globals = dict(globals or {})
@@ -123,7 +124,7 @@ class Timer:
 
     def timeit(self, number: int = 1000000) -> Measurement:
         """One block of ``number`` runs (after a short warm-up block)."""
-        _positive("number", number, int)
+        require_positive("number", number, int)
         with torch_threads(self._task_spec.num_threads), self._block.translate_errors():
             sampler = self._block.sampler()
             native().fixed_blocks(sampler, max(number // 100, 2), 1)
@@ -146,7 +147,7 @@ class Timer:
         self, callback: Callable[[int, float], None] | None = None, min_run_time: float = 0.2
     ) -> Measurement:
         """Blocks of a calibrated run count until ``min_run_time`` seconds are spent."""
-        _positive("min_run_time", min_run_time)
+        require_positive("min_run_time", min_run_time)
         with torch_threads(self._task_spec.num_threads), self._block.translate_errors():
             n, raw = native().blocked_autorange(self._block.sampler(), min_run_time, self._wrap_callback(callback))
         return self._measurement(n, raw)
@@ -160,9 +161,9 @@ class Timer:
         callback: Callable[[int, float], None] | None = None,
     ) -> Measurement:
         """Blocks until IQR/median < ``threshold`` (and ``min_run_time`` is spent) or ``max_run_time``."""
-        _positive("threshold", threshold)
-        _positive("min_run_time", min_run_time)
-        _positive("max_run_time", max_run_time)
+        require_positive("threshold", threshold)
+        require_positive("min_run_time", min_run_time)
+        require_positive("max_run_time", max_run_time)
         with torch_threads(self._task_spec.num_threads), self._block.translate_errors():
             n, raw = native().adaptive_autorange(
                 self._block.sampler(), threshold, min_run_time, max_run_time, self._wrap_callback(callback)

@@ -154,17 +154,9 @@ def load_case(spec: dict[str, Any]) -> CompileTimeBenchmark:
     module = sys.modules.get(module_name)
     if module is None or (source.get("file") and getattr(module, "__file__", None) != source["file"]):
         if source.get("file"):
-            path = Path(source["file"])
-            mod_spec = importlib.util.spec_from_file_location(module_name, path)
-            if mod_spec is None or mod_spec.loader is None:
-                raise UsageError(f"cannot load compile-time case {spec['case']!r} from {path}")
-            module = importlib.util.module_from_spec(mod_spec)
-            sys.modules[module_name] = module
-            sys.path.insert(0, str(path.parent))
-            try:
-                mod_spec.loader.exec_module(module)
-            finally:
-                sys.path.remove(str(path.parent))
+            from ..discovery import load_module_file
+
+            module = load_module_file(module_name, Path(source["file"]), f"compile-time case {spec['case']!r}")
         else:
             module = importlib.import_module(module_name)
     cls: Any = module
