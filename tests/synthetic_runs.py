@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.records import RunRecord
-from harness.result import TaskResult
-from harness.task import Task
+from harness.model.record import RunRecord
+from harness.model.result import TaskResult
+from harness.model.task import Task
 
 
 def environment(start: str = "2026-01-01T00:00:00+00:00", run_id: str = "run-a") -> dict:
@@ -27,14 +27,26 @@ def environment(start: str = "2026-01-01T00:00:00+00:00", run_id: str = "run-a")
     }
 
 
-def wall(suite: str, name: str, samples, **params) -> TaskResult:
-    task = Task(suite=suite, name=name, kind="timer", params=params)
+def wall(suite: str, name: str, samples, kind: str = "timer", **params) -> TaskResult:
+    task = Task(suite=suite, name=name, kind=kind, params=params)
     return TaskResult(task=task, status="ok", unit="s", samples=[float(x) for x in samples], number_per_run=100)
 
 
-def instructions(suite: str, name: str, counts, **extra) -> TaskResult:
-    task = Task(suite=suite, name=name, kind="callgrind", params={}, mode="instructions")
+def instructions(suite: str, name: str, counts, kind: str = "timer", **extra) -> TaskResult:
+    task = Task(suite=suite, name=name, kind=kind, params={}, mode="instructions")
     return TaskResult(task=task, status="ok", unit="instructions", samples=[float(c) for c in counts], extra=extra)
+
+
+def gpt_fast(name: str, metric: str, actual: float, target: float, peak_bytes_per_s: float) -> TaskResult:
+    """A gpt_fast result as its runner writes it: one measured row, the device's peaks in the context."""
+    row = {"name": name, "metric": metric, "target": target, "actual": actual, "dtype": "bfloat16",
+           "device": "cpu", "arch": "Test CPU", "is_model": False, "shapes": []}
+    context = {"device": "cpu", "arch": "Test CPU", "size": "tiny", "min_run_time": 0.01, "cuda_graph": False,
+               "peaks": {"flops_per_s": 1e12, "bytes_per_s": peak_bytes_per_s, "source": "measured",
+                         "device_name": "Test CPU", "detail": ""}}
+    task = Task(suite="gpt_fast", name=name, kind="gpt_fast", params={"experiment": name, "size": "tiny"})
+    return TaskResult(task=task, status="ok", unit="gpt_fast rows", samples=[],
+                      extra={"rows": [row], "skipped": [], "context": context})
 
 
 def failed(suite: str, name: str, error: str) -> TaskResult:
@@ -54,17 +66,16 @@ def full_run(scale: float = 1.0, start: str = "2026-01-01T00:00:00+00:00", run_i
             rel_sd = 0.3 if (op, language) == ("mul", "python") else 0.01  # one noisy measurement
             results.append(wall("dispatch", f"{op}[language={language}]",
                                 normal(cost * (1 + i * 0.2) * scale, rel_sd, 20, seed + 10 * i + j),
-                                language=language, sub_label=op, num_threads=1))
+                                kind="grouped", language=language, sub_label=op, num_threads=1))
     for k, case in enumerate(("aotdispatcher_inference_nosubclass_cpu", "basic_InlineMod_eager", "add_loop_inductor")):
         base = (2.0e9, 1.1e9, 3.3e9)[k] * scale
-        results.append(instructions("compile_time", case, [base, base * 1.0001], counter="callgrind"))
-    metrics = (("layer_norm", "memory_bandwidth(GB/s)", 70.0, 90.0, 100.0),
-               ("gemv_int8", "memory_bandwidth(GB/s)", 40.0, 60.0, 100.0),
-               ("mlp_layer_norm_gelu", "flops_utilization", 0.35, 0.8, 1.0))
-    for name, metric, actual, target, peak in metrics:
-        r = wall("gpt_fast", name, normal(1e-3, 0.01, 10, seed + 99))
-        r.extra.update(metric=metric, actual=actual / scale, target=target, peak=peak, higher_is_better=True,
-                       dtype="bfloat16", device="cpu")
-        results.append(r)
-    results.append(failed("dispatch", "broken[language=cpp]", "StatementError: boom\n  at line 1, \"quoted\", comma"))
+        results.append(instructions("compile_time", case, [base, base * 1.0001], kind="compile_time",
+                                    counter="callgrind"))
+    metrics = (("layer_norm", "memory_bandwidth(GB/s)", 70.0, 90.0),
+               ("gemv_int8", "memory_bandwidth(GB/s)", 40.0, 60.0),
+               ("mlp_layer_norm_gelu", "flops_utilization", 0.35, 0.8))
+    for name, metric, actual, target in metrics:
+        results.append(gpt_fast(name, metric, actual / scale, target, peak_bytes_per_s=100e9))
+    broken = failed("dispatch", "broken[language=cpp]", "StatementError: boom\n  at line 1, \"quoted\", comma")
+    results.append(broken)
     return RunRecord(environment=environment(start, run_id), results=results)

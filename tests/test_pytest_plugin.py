@@ -9,10 +9,16 @@ import subprocess
 import sys
 
 import pytest
+import torch  # noqa: F401 - see below
 
 from harness import records
+from harness.model.record import SCHEMA, VERSION
 
 pytest_plugins = ["pytester"]
+# torch is imported above, before pytester's in-process inner runs: those import it
+# (the run record's environment), and pytester then drops every module they
+# imported from sys.modules; a later `import torch` would re-run torch's
+# initialisation on top of its loaded C extension and crash.
 
 # The inner runs have their own ini; an editable install's import redirector
 # would otherwise add the same assert-rewrite warning the repo's ini filters.
@@ -99,7 +105,7 @@ def test_run_record_written_in_bench_schema(inner: pytest.Pytester):
     assert "--harness-output" in env["command_line"]
     # Same top-level schema as `python -m harness bench --output`.
     raw = json.loads(out.read_text())
-    assert raw["schema"] == records.SCHEMA and raw["version"] == records.VERSION
+    assert raw["schema"] == SCHEMA and raw["version"] == VERSION
     result.stdout.fnmatch_lines(
         [
             "*harness measurements*",

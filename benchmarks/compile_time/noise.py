@@ -34,15 +34,15 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from harness.atomic import atomic_open
-from harness.check import read_expected
-from harness.compile_time.runner import INSTRUCTIONS
-from harness.counters import get_counter
-from harness.discovery import load_suite
-from harness.metrics import METRIC_COLUMNS, format_number
-from harness.pool import WorkerPool
-from harness.result import TaskResult
-from harness.task import matches
+from harness.define.discovery import load_suite
+from harness.define.selection import matches
+from harness.files.atomic import atomic_open
+from harness.measure.counters.choice import get_counter
+from harness.model.result import TaskResult
+from harness.present.check import read_expected
+from harness.records.metrics import METRIC_COLUMNS, format_number
+from harness.suites.compile_time.runner import INSTRUCTIONS
+from harness.workers.pool import WorkerPool
 
 HERE = Path(__file__).resolve().parent
 MIN_MARGIN = 0.015

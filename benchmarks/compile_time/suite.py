@@ -8,7 +8,7 @@ on a machine with a GPU.
 """
 
 import harness
-from harness.compile_time.cases import standard_cases
+from harness.suites.compile_time.cases import standard_cases
 
 suite = harness.Suite(description="torch.compile compile time: dynamo, AOT autograd, inductor", default=False)
 

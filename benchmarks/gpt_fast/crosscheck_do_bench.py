@@ -16,8 +16,8 @@ import sys
 
 import torch
 
-from harness.gpt_fast import kernels
-from harness.gpt_fast.timing import time_callable
+from harness.suites.gpt_fast import kernels
+from harness.suites.gpt_fast.timing import time_callable
 
 
 def build(kernel: str, dim: int, dtype: torch.dtype, device: str):

@@ -9,7 +9,7 @@ HARNESS_GPT_FAST_SIZE=tiny|cpu|gpu overrides the sizes chosen by device
 import os
 
 import harness
-from harness.gpt_fast.definition import GptFastExperiments
+from harness.suites.gpt_fast.definition import GptFastExperiments
 
 suite = harness.Suite(
     "gpt_fast",

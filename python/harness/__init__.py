@@ -1,22 +1,46 @@
 """harness: microbenchmarks for PyTorch with a C++ timing core.
 
 ``import harness as benchmark`` works where ``torch.utils.benchmark`` did for
-Timer, Measurement, Compare and Language.
+Timer, Measurement, Compare and Language. ``harness.run_tasks(tasks,
+harness.RunOptions(...))`` runs suites' tasks as ``python -m harness bench``
+does.
+
+The package's layers, bottom to top (each imports only from those below):
+``errors``, ``options``, ``core``, ``_version`` and ``files/``; ``model/``;
+``workers/``; ``measure/``; ``define/``; ``kinds``; ``records/``; ``run/``;
+``bench``; ``present/``, ``cli``, ``pytest_plugin``; ``suites/``.
+docs/architecture.md walks through them.
 """
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from harness._version import __version__
+from harness.define.grouped import GroupedModules, GroupedSetup, GroupedStmts
+from harness.define.grouped_variants import GroupedVariants, parse_stmts
+from harness.define.suite import Suite, TimerDefinition
+from harness.errors import BuildError, HarnessError, StatementError, UsageError
+from harness.measure.callable_timer import timeit
+from harness.measure.callgrind.stats import CallgrindStats, FunctionCount, FunctionCounts
+from harness.measure.language import Language
+from harness.measure.timer import Timer
+from harness.model.measurement import Measurement, TaskSpec, select_unit
+from harness.model.task import Task
+from harness.options import RunOptions
+from harness.present.compare_table import Compare
 
-from .callable_timer import timeit
-from .callgrind import CallgrindStats, FunctionCount, FunctionCounts
-from .compare import Compare
-from .definitions import GroupedModules, GroupedSetup, GroupedStmts, GroupedVariants, parse_stmts
-from .errors import BuildError, HarnessError, StatementError, UsageError
-from .measurement import Measurement, TaskSpec, select_unit
-from .suite import Suite, TimerDefinition
-from .task import Task
-from .timer import Language, Timer
+# The run machinery (workers, counters, records) loads on first use, so that
+# `import harness` (and the pytest plugin, loaded into every pytest run) stays cheap.
+_LAZY = {"run_tasks": "harness.bench", "RunInterrupted": "harness.bench"}
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'harness' has no attribute {name!r}")
 
 __all__ = [
     "BuildError",
@@ -31,6 +55,8 @@ __all__ = [
     "HarnessError",
     "Language",
     "Measurement",
+    "RunInterrupted",
+    "RunOptions",
     "StatementError",
     "Suite",
     "Task",
@@ -38,7 +64,9 @@ __all__ = [
     "Timer",
     "TimerDefinition",
     "UsageError",
+    "__version__",
     "parse_stmts",
+    "run_tasks",
     "select_unit",
     "timeit",
 ]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import sys
 import threading
@@ -11,10 +10,19 @@ from collections.abc import Sequence
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from . import __version__
-from .errors import HarnessError, Terminated, UsageError
+from harness._version import __version__
+from harness.errors import HarnessError, Terminated, UsageError
+from harness.options import (
+    COUNTER_CHOICES,
+    DEFAULT_ALPHA,
+    DEFAULT_MIN_EFFECT,
+    DEFAULT_MIN_RUN_TIME,
+    DEFAULT_NOISE_MARGIN,
+    DEFAULT_TIMEOUT,
+    KEEP_WORKER_ENV,
+    MODE_CHOICES,
+)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -40,32 +48,36 @@ def _parser() -> argparse.ArgumentParser:
         help="write the run record to FILE: .json (one run, replaced), .jsonl or .csv (runs appended); "
         "gpt_fast alone with .csv: its own CSV + .jsonl + .run.json",
     )
-    bench.add_argument("--min-run-time", type=float, default=0.2, help="seconds per benchmark (default 0.2)")
+    bench.add_argument(
+        "--min-run-time", type=float, default=DEFAULT_MIN_RUN_TIME,
+        help=f"seconds per benchmark (default {DEFAULT_MIN_RUN_TIME:g})",
+    )
     bench.add_argument(
         "--jobs", "-j", type=int, default=1,
         help="worker processes (default 1; more than one distorts wall-time measurements)",
     )
     bench.add_argument(
-        "--timeout", type=float, default=600.0, help="seconds before a hung task is killed (default 600)"
+        "--timeout", type=float, default=DEFAULT_TIMEOUT,
+        help=f"seconds before a hung task is killed (default {DEFAULT_TIMEOUT:g})",
     )
     bench.add_argument(
         "--in-process", action="store_true",
         help="run tasks in this process (no crash isolation or timeouts; for debugging)",
     )
     bench.add_argument(
-        "--mode", choices=["wall", "instructions", "both"], default=None,
+        "--mode", choices=MODE_CHOICES, default=None,
         help="wall: time each benchmark; instructions: count its instructions per run; both: each both ways "
         "(default: the mode each suite defines, usually wall)",
     )
     bench.add_argument(
-        "--counter", choices=["auto", "callgrind", "perf"], default="auto",
+        "--counter", choices=COUNTER_CHOICES, default="auto",
         help="instruction counter: perf (hardware counter: fast, close), callgrind (valgrind: exact, slow), "
         "auto (perf where readable, else callgrind; default)",
     )
     bench.add_argument(
         "--keep-worker", type=float, default=None, metavar="SECONDS",
         help="keep the instruction-counting workers running after this run, for the next run to reuse, "
-        "until idle for SECONDS (default: $HARNESS_KEEP_WORKER, else not kept); compile-time cases and "
+        f"until idle for SECONDS (default: ${KEEP_WORKER_ENV}, else not kept); compile-time cases and "
         "other tasks that need a fresh process never use them",
     )
 
@@ -75,16 +87,16 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument("base", metavar="BASE", help="run record (.json, .jsonl or .csv) to compare against")
     compare.add_argument("new", metavar="NEW", help="run record with the new measurements")
     compare.add_argument(
-        "--alpha", type=float, default=0.05,
-        help="significance level of the Mann-Whitney U test on wall-time samples (default 0.05)",
+        "--alpha", type=float, default=DEFAULT_ALPHA,
+        help=f"significance level of the Mann-Whitney U test on wall-time samples (default {DEFAULT_ALPHA:g})",
     )
     compare.add_argument(
-        "--min-effect", type=float, default=2.0, metavar="PCT",
-        help="smallest wall-time change, in percent, reported as faster/slower (default 2)",
+        "--min-effect", type=float, default=DEFAULT_MIN_EFFECT * 100, metavar="PCT",
+        help=f"smallest wall-time change, in percent, reported as faster/slower (default {DEFAULT_MIN_EFFECT * 100:g})",
     )
     compare.add_argument(
-        "--noise-margin", type=float, default=0.5, metavar="PCT",
-        help="instruction-count change, in percent, treated as jitter (default 0.5)",
+        "--noise-margin", type=float, default=DEFAULT_NOISE_MARGIN * 100, metavar="PCT",
+        help=f"instruction-count change, in percent, treated as jitter (default {DEFAULT_NOISE_MARGIN * 100:g})",
     )
     compare.add_argument(
         "--fail-on-regression", type=float, metavar="PCT",
@@ -121,38 +133,19 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _suites_and_tasks(args: argparse.Namespace):
-    from .discovery import default_root, select_suites
-    from .task import matches
+def _suites_and_tasks(args: argparse.Namespace) -> tuple[list, list]:
+    from harness.define.discovery import default_root, select_suites
+    from harness.define.selection import select
 
     suites = select_suites(default_root(args.path), list(args.suites))
-    tasks = [t for s in suites for t in s.tasks() if matches(t, args.pattern)]
-    if getattr(args, "only", None):
-        tasks = _only(tasks, args.only)
-    if not tasks:
-        what = f"-k {args.pattern!r}" if args.pattern else "the selected suites"
-        raise UsageError(f"no benchmarks match {what}; see `python -m harness list`")
+    tasks = select([t for s in suites for t in s.tasks()], args.pattern, getattr(args, "only", None))
     return suites, tasks
-
-
-def _tasks(args: argparse.Namespace):
-    return _suites_and_tasks(args)[1]
-
-
-def _only(tasks: list, names: list[str]) -> list:
-    """The tasks named exactly NAME (or SUITE/NAME); an unknown name is an error listing the choices."""
-    known = {t.name for t in tasks} | {t.full_name for t in tasks}
-    unknown = [n for n in names if n not in known]
-    if unknown:
-        available = ", ".join(dict.fromkeys(t.name for t in tasks)) or "none"
-        raise UsageError(f"--only {', '.join(map(repr, unknown))}: no such benchmark; available: {available}")
-    return [t for t in tasks if t.name in names or t.full_name in names]
 
 
 def cmd_list(args: argparse.Namespace) -> int:
     console = Console()
     current = None
-    for t in _tasks(args):
+    for t in _suites_and_tasks(args)[1]:
         if t.suite != current:
             console.print(f"[bold]{t.suite}[/bold]")
             current = t.suite
@@ -161,125 +154,38 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from . import environment
-    from .kind_outputs import writer_for
-    from .noise import check_noise, warning_block
-    from .records import RunRecord, check_writable
-    from .table import print_results
+    from harness.bench import RunInterrupted, run_tasks
+    from harness.options import RunOptions
+    from harness.present.progress import RunProgress
+    from harness.present.table import print_results
 
-    if not args.min_run_time > 0:
-        raise UsageError(f"--min-run-time must be > 0, got {args.min_run_time}")
-    if args.jobs < 1:
-        raise UsageError(f"--jobs must be >= 1, got {args.jobs}")
-    if not args.timeout > 0:
-        raise UsageError(f"--timeout must be > 0, got {args.timeout}")
-    from .task import with_mode
-
+    options = RunOptions(
+        min_run_time=args.min_run_time, jobs=args.jobs, timeout=args.timeout, mode=args.mode,
+        counter=args.counter, keep_worker=args.keep_worker, in_process=args.in_process, output=args.output,
+    )
     suites, tasks = _suites_and_tasks(args)
-    tasks = with_mode(tasks, args.mode)
-    kind_writer = writer_for(args.output, tasks) if args.output else None
-    if args.output and kind_writer is None:
-        check_writable(args.output)
-    wall_tasks = [t for t in tasks if t.mode != "instructions"]
-    instruction_tasks = [t for t in tasks if t.mode == "instructions"]
-    from .kept_worker import keep_seconds
-
-    keep = keep_seconds(args.keep_worker)
-    counter = None
-    if instruction_tasks:
-        from .counters import get_counter
-
-        counter = get_counter(args.counter)  # fails here, before anything runs, when it cannot count
-        if args.in_process and counter.worker_prefix():
-            counter.close()
-            raise UsageError(
-                f"--in-process cannot count instructions with {counter.name}: it needs its own worker process "
-                "(under valgrind); drop --in-process, or use --counter perf where the hardware counter is readable"
-            )
-    env = environment.collect()
     console = Console(stderr=True)
-    from .runner import prepare_tasks
-
-    with console.status("preparing") as status:
-        prepare_tasks(tasks, lambda message: status.update(escape(message)))
-    if any(t.mode == "wall" for t in tasks):
-        env["noise"] = check_noise()
-        warning = warning_block(env["noise"])
-        if warning:
-            console.print(f"[yellow]{escape(warning)}[/yellow]", highlight=False)
-    if args.jobs > 1 and any(t.mode == "wall" for t in tasks):
-        console.print(
-            f"[yellow]warning:[/yellow] --jobs {args.jobs} runs wall-time benchmarks concurrently; "
-            "they compete for cores and caches, so their times are distorted"
-        )
-    results = []
-    interrupted: KeyboardInterrupt | None = None
-    with Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        console=console, transient=True,
-    ) as progress:
-        bar = progress.add_task("benchmarking", total=len(tasks))
-
-        def done(result) -> None:
-            results.append(result)
-            progress.update(bar, advance=1, description=result.task.full_name)
-
+    interrupted: RunInterrupted | None = None
+    with RunProgress(console) as progress:
         try:
-            if args.in_process:
-                from .runner import run_task
-
-                if counter is not None:
-                    from .counters import COUNTER_ENV
-
-                    os.environ[COUNTER_ENV] = counter.name
-                for task in tasks:
-                    done(run_task(task, args.min_run_time))
-            else:
-                from .pool import WorkerPool
-
-                # Wall-time tasks first, alone: valgrind'ed workers running
-                # beside them would distort their times (counts are immune).
-                if wall_tasks:
-                    WorkerPool(jobs=args.jobs, timeout=args.timeout).run(wall_tasks, args.min_run_time, on_result=done)
-                if instruction_tasks and counter is not None:
-                    kept = None
-                    if keep is not None:
-                        from .kept_worker import open_counter_worker
-
-                        def kept(slot: int, counter=counter, keep=keep):  # noqa: ANN202
-                            return open_counter_worker(counter, keep, 600.0, slot)
-
-                    WorkerPool(
-                        jobs=args.jobs, prefix=counter.worker_prefix(), env=counter.worker_env(),
-                        timeout=args.timeout, diagnostics=counter.diagnostics, kept=kept,
-                    ).run(instruction_tasks, args.min_run_time, on_result=done)
-        except KeyboardInterrupt as exc:
-            interrupted = exc
-        finally:
-            if counter is not None:
-                counter.close()  # its temporary files, also on Ctrl-C
-    order = {(t.full_name, t.mode): i for i, t in enumerate(tasks)}
-    results.sort(key=lambda r: order.get((r.task.full_name, r.task.mode), len(order)))
-    print_results(results, tables={s.name: s.table for s in suites if s.table})
-    failed = [r for r in results if not r.ok]
+            record = run_tasks(tasks, options, progress.on_event)
+        except RunInterrupted as exc:
+            interrupted, record = exc, exc.record
+    print_results(record.results, tables={s.name: s.table for s in suites if s.table})
+    failed = [r for r in record.results if not r.ok]
     for r in failed:
         console.print(f"[red]FAILED[/red] {escape(r.task.full_name)}: {escape(r.error or '')}", highlight=False)
-    if args.output and kind_writer is not None:
-        for path in kind_writer(args.output, RunRecord(environment=env, results=results)):
-            console.print(f"written {path}", highlight=False, markup=False)
-    elif args.output:
-        appended = RunRecord(environment=env, results=results).save(args.output)
-        console.print(f"run record {'appended to' if appended else 'written to'} {args.output}")
+    progress.print_written()
     if interrupted is not None:
-        what = "terminated" if isinstance(interrupted, Terminated) else "interrupted"
-        console.print(f"harness: {what}; kept {len(results)} of {len(tasks)} results")
-        return _interrupted_exit_code(interrupted)
+        what = "terminated" if interrupted.terminated else "interrupted"
+        console.print(f"harness: {what}; kept {len(record.results)} of {interrupted.total} results")
+        return interrupted.exit_code
     return 1 if failed else 0
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from . import check
-    from .check_report import print_verdicts
+    from harness.present import check
+    from harness.present.check_table import print_verdicts
 
     expected = check.read_expected(args.expected, missing_ok=args.update)
     actual = check.read_results(args.results)
@@ -289,7 +195,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             f"--metric compile_time_instruction_count"
         )
     verdicts = check.check(expected, actual, args.metric)
-    from .table import output_console
+    from harness.present.table import output_console
 
     console = output_console()
     print_verdicts(verdicts, console)
@@ -333,7 +239,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_cache(args: argparse.Namespace) -> int:
-    from .cache import cache_info, cache_root, clear_cache
+    from harness.files.cache import cache_info, cache_root, clear_cache
 
     if args.action == "clear":
         clear_cache()
@@ -346,8 +252,8 @@ def cmd_cache(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from .compare_runs import Thresholds, compare_runs, environment_notes, print_comparison
-    from .records import load_runs
+    from harness.present.run_comparison import Thresholds, compare_runs, environment_notes, print_comparison
+    from harness.records.store import load_runs
 
     if not 0 < args.alpha < 1:
         raise UsageError(f"--alpha must be between 0 and 1, got {args.alpha}")
@@ -358,7 +264,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise UsageError(f"--fail-on-regression must be >= 0 (a percentage), got {args.fail_on_regression}")
     if args.top < 1:
         raise UsageError(f"--top must be >= 1, got {args.top}")
-    from .table import output_console
+    from harness.present.table import output_console
 
     console = output_console()
     records = []
@@ -391,7 +297,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from .report import write_report
+    from harness.present.html_report import write_report
 
     count = write_report(args.runs, args.output)
     print(f"report of {count} run(s) written to {args.output}")

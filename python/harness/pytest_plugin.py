@@ -27,13 +27,15 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from harness.options import DEFAULT_MIN_RUN_TIME
+
 if TYPE_CHECKING:
-    from .measurement import Measurement
-    from .result import TaskResult
+    from harness.bench import Run
+    from harness.model.measurement import Measurement
+    from harness.model.result import TaskResult
 
 SUITE = "pytest"
 KIND = "pytest"
-DEFAULT_MIN_RUN_TIME = 0.2
 
 
 @dataclasses.dataclass
@@ -43,7 +45,7 @@ class BenchSession:
     min_run_time: float
     output: Path | None
     argv: list[str]
-    environment: dict[str, Any] | None = None
+    run: Run | None = None  # the run record being taken, when there is an output
     results: list[TaskResult] = dataclasses.field(default_factory=list)
     write_error: str | None = None
 
@@ -93,11 +95,13 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_sessionstart(session: pytest.Session) -> None:
     state = session.config.stash[_SESSION]
     if state.output is not None:
-        from .environment import collect
+        from harness.bench import Run
+        from harness.options import RunOptions
 
         # Taken at the start, so start_time is when the measurements began.
-        state.environment = collect(state.argv)
-        state.environment["pytest_version"] = pytest.__version__
+        state.run = Run(RunOptions(min_run_time=state.min_run_time, output=str(state.output), in_process=True),
+                        argv=state.argv)
+        state.run.environment["pytest_version"] = pytest.__version__
 
 
 class Bench:
@@ -121,9 +125,9 @@ class Bench:
         ``label``, ``sub_label``, ``description``, ``num_threads``) go to it;
         the label defaults to the test's node id.
         """
-        from .callable_timer import describe_call, timeit
-        from .result import TaskResult
-        from .task import Task
+        from harness.measure.callable_timer import describe_call, timeit
+        from harness.model.result import TaskResult
+        from harness.model.task import Task
 
         self._calls += 1
         name = self._nodeid if self._calls == 1 else f"{self._nodeid}#{self._calls}"
@@ -139,9 +143,7 @@ class Bench:
         except Exception as exc:
             self._state.results.append(TaskResult(task=task, status="failed", error=f"{type(exc).__name__}: {exc}"))
             raise
-        self._state.results.append(
-            TaskResult(task=task, status="ok", unit="s", samples=m.times, number_per_run=m.number_per_run)
-        )
+        self._state.results.append(TaskResult.from_measurement(task, m))
         self._node.user_properties.append((f"harness_median_s[{name}]", m.median))
         self.measurements.append(m)
         return m
@@ -158,17 +160,17 @@ def harness_bench(request: pytest.FixtureRequest) -> Bench:
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     state = session.config.stash.get(_SESSION, None)
-    if state is None or state.output is None:
+    if state is None or state.run is None:
         return
-    from .errors import HarnessError
-    from .records import RunRecord
+    from harness.errors import HarnessError
 
+    state.run.results = list(state.results)
     try:
-        RunRecord(environment=state.environment or {}, results=state.results).save(state.output)
+        state.run.write()
     except OSError as exc:
         state.write_error = f"cannot write {state.output}: {exc.strerror or exc}"
         session.exitstatus = pytest.ExitCode.USAGE_ERROR
-    except HarnessError as exc:  # records.save names the file and the reason
+    except HarnessError as exc:  # the writer names the file and the reason
         state.write_error = str(exc)
         session.exitstatus = pytest.ExitCode.USAGE_ERROR
 
@@ -179,7 +181,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         return
     tr = terminalreporter
     if state.results:
-        from .table import format_value
+        from harness.present.table import format_value
 
         tr.write_sep("-", "harness measurements")
         width = max(len(r.task.name) for r in state.results)

@@ -1,0 +1,189 @@
+"""The one run function: selected tasks and one ``RunOptions`` in, a run record out.
+
+``run_tasks`` is what ``python -m harness bench`` calls (the CLI only parses
+arguments and prints), and what Python callers call. In order, it
+
+1. takes the run's environment and checks that the output can be written
+   (so a bad path fails now, not after an hour of measuring);
+2. picks the instruction counter when any task counts instructions (fails
+   now when it cannot count);
+3. calls each kind's preparer once with the run's tasks (``harness.kinds``:
+   e.g. every C++ statement of the run compiled in one build);
+4. checks the machine for noise sources before wall-time tasks;
+5. executes the tasks (``run.executors``), streaming each result;
+6. writes the record through the one writer (``records.store``, or the
+   files of the kind's own layout), also when interrupted: what finished is
+   kept.
+
+Progress goes to ``on_event`` as ``Event``s; nothing here prints. Ctrl-C (or
+SIGTERM, turned into ``errors.Terminated`` by the CLI) raises
+``RunInterrupted``, which carries the record of what finished.
+
+``Run`` is the recording half on its own: the pytest plugin, which measures
+callables in its own process, feeds its results into a ``Run`` so its record
+has the same environment, the same writer and the same rules.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from harness import kinds
+from harness.define.selection import with_mode
+from harness.errors import Terminated
+from harness.measure.counters.base import InstructionCounter
+from harness.measure.counters.choice import get_counter
+from harness.model.record import RunRecord
+from harness.model.result import TaskResult
+from harness.model.task import Task
+from harness.options import RunOptions
+from harness.records import environment, store
+from harness.records.noise import check_noise, warning_block
+from harness.run.executors import check_in_process, execute
+
+
+@dataclasses.dataclass(frozen=True)
+class Event:
+    """Progress of a run. ``kind``: "status" (a preparation step), "warning", "start" (``total``
+    tasks about to run), "result" (``result``, the ``done``-th of ``total``), "written" (``path``;
+    ``message`` "run record" for the record itself, ``appended`` when it was added to runs already
+    in the file; else a file of the kind's own layout)."""
+
+    kind: str
+    message: str = ""
+    result: TaskResult | None = None
+    done: int = 0
+    total: int = 0
+    path: str = ""
+    appended: bool = False
+
+
+OnEvent = Callable[[Event], None]
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM during a run: ``record`` holds what finished (and was written)."""
+
+    def __init__(self, record: RunRecord, total: int, cause: KeyboardInterrupt) -> None:
+        super().__init__("interrupted")
+        self.record = record
+        self.total = total
+        self.terminated = isinstance(cause, Terminated)
+        self.exit_code = Terminated.exit_code if self.terminated else 130
+
+
+def _ignore(event: Event) -> None:
+    pass
+
+
+class Run:
+    """One run being recorded: its environment, its results as they come, and writing them."""
+
+    def __init__(self, options: RunOptions, tasks: Sequence[Task] = (), argv: list[str] | None = None) -> None:
+        self.options = options
+        self.tasks = list(tasks)
+        self.results: list[TaskResult] = []
+        self.environment: dict[str, Any] = environment.collect(argv)
+        self._writer = self._kind_writer()
+
+    def check_output(self) -> None:
+        """Fail now, not after the run, when the output cannot take the record."""
+        if self.options.output and self._writer is None:
+            store.check_writable(self.options.output)
+
+    def _kind_writer(self) -> Callable[[str, RunRecord], list[Path]] | None:
+        """The writer of the run's one kind for the output's suffix, when it has one."""
+        if not self.options.output:
+            return None
+        names = {t.kind for t in self.tasks}
+        if len(names) != 1:
+            return None
+        name = names.pop()
+        kind = kinds.find(name)
+        target = kind.outputs.get(Path(self.options.output).suffix) if kind is not None else None
+        return None if target is None else kinds.resolve(target, f"the {Path(self.options.output).suffix} writer of kind {name!r}")
+
+    def add(self, result: TaskResult) -> None:
+        self.results.append(result)
+
+    def record(self) -> RunRecord:
+        """The results in task order (as they were selected), whatever order they finished in."""
+        order = {(t.full_name, t.mode): i for i, t in enumerate(self.tasks)}
+        results = sorted(self.results, key=lambda r: order.get((r.task.full_name, r.task.mode), len(order)))
+        return RunRecord(environment=self.environment, results=results)
+
+    def write(self, on_event: OnEvent = _ignore) -> RunRecord:
+        """Write the record to the output (if any); every file written is reported as an event."""
+        record = self.record()
+        output = self.options.output
+        if not output:
+            return record
+        if self._writer is not None:
+            for path in self._writer(output, record):
+                on_event(Event("written", path=str(path)))
+        else:
+            appended = store.save(record, output)
+            on_event(Event("written", "run record", path=output, appended=appended))
+        return record
+
+
+def run_tasks(tasks: Sequence[Task], options: RunOptions | None = None, on_event: OnEvent | None = None,
+              argv: list[str] | None = None) -> RunRecord:
+    """Run ``tasks`` as ``options`` say and return the run record (written to ``options.output``).
+
+    ``options.mode`` re-measures the tasks in that mode (``define.selection.with_mode``).
+
+    ``argv``: the command line recorded in the environment (default: this process's).
+    Raises ``RunInterrupted`` on Ctrl-C or SIGTERM, after writing what finished.
+    """
+    options = options or RunOptions()
+    emit = on_event or _ignore
+    tasks = with_mode(list(tasks), options.mode)
+    run = Run(options, tasks, argv if argv is not None else list(sys.orig_argv))
+    run.check_output()
+    counter: InstructionCounter | None = None
+    if any(t.mode == "instructions" for t in tasks):
+        counter = get_counter(options.counter)  # fails here, before anything runs, when it cannot count
+    try:
+        check_in_process(options, counter)
+        _prepare(tasks, emit)
+        if any(t.mode == "wall" for t in tasks):
+            run.environment["noise"] = check_noise()
+            warning = warning_block(run.environment["noise"])
+            if warning:
+                emit(Event("warning", warning))
+            if options.jobs > 1:
+                emit(Event("warning", f"--jobs {options.jobs} runs wall-time benchmarks concurrently; "
+                                      "they compete for cores and caches, so their times are distorted"))
+        emit(Event("start", total=len(tasks)))
+
+        def done(result: TaskResult) -> None:
+            run.add(result)
+            emit(Event("result", result=result, done=len(run.results), total=len(tasks)))
+
+        try:
+            execute(tasks, options, counter, done)
+        except KeyboardInterrupt as exc:
+            record = run.write(emit)
+            raise RunInterrupted(record, len(tasks), exc) from None
+    finally:
+        if counter is not None:
+            counter.close()  # its temporary files, also on Ctrl-C
+    return run.write(emit)
+
+
+def _prepare(tasks: Sequence[Task], emit: OnEvent) -> None:
+    """Each kind's preparer, once, with every task of the kinds that name it."""
+    preparers: dict[Any, list[Task]] = {}
+    for task in tasks:
+        kind = kinds.find(task.kind)  # an unknown kind fails its tasks when they run, with the reason
+        target = kind.preparer if kind is not None else None
+        if target is not None:
+            preparers.setdefault(target, []).append(task)
+    for target, chosen in preparers.items():
+        prepare = kinds.resolve(target, "a kind's preparer")
+        prepare(chosen, lambda message: emit(Event("status", message)))

@@ -1,0 +1,8 @@
+"""Files: atomic writes, CSV and JSON-lines files read with clear errors, the per-user cache.
+
+Lives here: ``atomic`` (a reader sees the old file or the new one),
+``csv_file`` and ``jsonl_file`` (read with line numbers, append atomically),
+``cache`` (the per-user cache root, private to its owner).
+May import: ``harness.errors`` and ``harness.options`` only.
+Imported by: every layer that writes a file.
+"""

@@ -1,0 +1,49 @@
+"""JSON-lines files: one JSON value per line, read with line numbers, appended atomically."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from harness.errors import UsageError
+from harness.files.atomic import atomic_open
+
+
+def read_jsonl(path: str | os.PathLike[str]) -> list[tuple[int, Any]]:
+    """``(line number, value)`` for every non-blank line; bad JSON raises UsageError naming the line."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"{p}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{p}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    out = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            out.append((number, json.loads(line)))
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"{p}:{number}: not JSON: {exc.msg} (column {exc.colno})") from None
+    return out
+
+
+def append_jsonl(path: str | os.PathLike[str], values: Iterable[Any]) -> None:
+    """Add one line per value to ``path``, keeping what is there (rewritten through a temporary file)."""
+    p = Path(path)
+    lines = [json.dumps(v, allow_nan=True) + "\n" for v in values]
+    try:
+        earlier = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        earlier = ""
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{p}: cannot read it to append: {getattr(exc, 'strerror', None) or exc}") from None
+    if earlier and not earlier.endswith("\n"):
+        earlier += "\n"
+    with atomic_open(p, "w", encoding="utf-8") as f:
+        f.write(earlier)
+        f.writelines(lines)

@@ -1,0 +1,12 @@
+"""Valgrind's callgrind, the foreign engine behind exact instruction counts.
+
+Lives here: ``counter`` (CallgrindCounter: counting under valgrind, forked
+repeats), ``logs`` (valgrind's logs), ``profile`` (reading callgrind's output
+format into per-function counts), ``stats`` (torch's CallgrindStats and
+FunctionCounts), ``globals`` (Timer globals copied to the measuring process
+by torch's rules), ``collect`` (``Timer.collect_callgrind``: this process's
+callgrind worker).
+May import: ``harness.measure.counters.base``, ``harness.workers``,
+``harness.model``, ``harness.core``, ``harness.errors``, ``harness.options``.
+Imported by: ``harness.measure`` (the Timer, the counters), ``harness.run``.
+"""

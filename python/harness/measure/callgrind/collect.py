@@ -1,0 +1,196 @@
+"""The callgrind worker behind ``Timer.collect_callgrind``: started once per process, reused.
+
+torch starts a fresh ``valgrind python`` (and ``import torch`` under it) for
+every call; here the first call starts one worker under callgrind and later
+calls send it their statements, so start-up is paid once per process. The
+worker is restarted after a crash or a timeout and closed when the process
+exits; its temporary files go with it. With ``HARNESS_KEEP_WORKER=SECONDS``
+the worker outlives the process (``workers.kept``), so the next script run
+skips the start-up as well.
+"""
+
+from __future__ import annotations
+
+import atexit
+import re
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from harness.errors import HarnessError, StatementError, UsageError
+from harness.measure.callgrind.counter import CallgrindCounter
+from harness.measure.callgrind.globals import dump_globals
+from harness.measure.callgrind.stats import CallgrindStats, FunctionCounts, empty_counts
+from harness.measure.counters.kept import open_counter_worker
+from harness.measure.language import Language
+from harness.measure.python_block import check_scope
+from harness.model.result import TaskResult
+from harness.model.task import Task
+from harness.options import CALLGRIND_TIMEOUT, WORKER_START_TIMEOUT, keep_worker_seconds, require_positive
+from harness.workers.kept import KeptWorker
+from harness.workers.process import WorkerProcess
+from harness.workers.protocol import WorkerDied, WorkerStartFailed, with_stderr
+
+
+class CallgrindWorker:
+    """One long-lived worker process under callgrind, used by one process's Timers."""
+
+    def __init__(self) -> None:
+        self._counter: CallgrindCounter | None = None
+        self._worker: WorkerProcess | KeptWorker | None = None
+        self._lock = threading.Lock()
+
+    def _start(self, counter: CallgrindCounter) -> WorkerProcess | KeptWorker:
+        keep = keep_worker_seconds()
+        if keep is not None:
+            kept = open_counter_worker(counter, keep, WORKER_START_TIMEOUT)
+            if kept is not None:
+                return kept
+        return WorkerProcess(counter.worker_prefix(), counter.worker_env(), WORKER_START_TIMEOUT)
+
+    def run(self, task: Task, timeout: float) -> TaskResult:
+        with self._lock:
+            if self._counter is None:
+                CallgrindCounter.require_valgrind()
+                self._counter = CallgrindCounter()
+            counter = self._counter
+            if self._worker is None or self._worker.proc.poll() is not None:
+                self._discard()
+                try:
+                    self._worker = self._start(counter)
+                except WorkerStartFailed as exc:
+                    raise HarnessError(_with_notes(f"could not start the callgrind worker: {exc}", counter.diagnostics, exc.pid)) from None
+            worker = self._worker
+            # A kept worker's valgrind logs are in its own directory.
+            notes = worker.diagnostics if isinstance(worker, KeptWorker) else counter.diagnostics
+            try:
+                return worker.run(task, 0.0, timeout)
+            except TimeoutError:
+                self._discard()
+                raise HarnessError(
+                    _with_notes(
+                        with_stderr(
+                            f"collect_callgrind timed out after {timeout:g} s; the measuring process was killed "
+                            "(pass a larger timeout= for long statements)",
+                            worker.take_stderr(),
+                        ),
+                        notes,
+                        worker.proc.pid,
+                    )
+                ) from None
+            except WorkerDied as exc:
+                self._discard()
+                raise StatementError(
+                    _with_notes(with_stderr(f"the callgrind worker died: {exc}", worker.take_stderr()), notes, worker.proc.pid)
+                ) from None
+            except BaseException:  # Ctrl-C: the worker may be mid-task; do not reuse it
+                self._discard()
+                raise
+
+    def _discard(self) -> None:
+        if self._worker is not None:
+            self._worker.kill()
+            self._worker = None
+
+    def close(self) -> None:
+        with self._lock:
+            if self._worker is not None:
+                self._worker.close()
+                self._worker = None
+            if self._counter is not None:
+                self._counter.close()
+                self._counter = None
+
+
+def _with_notes(message: str, diagnostics: Callable[[int], str], pid: int) -> str:
+    notes = diagnostics(pid)
+    return f"{message}\n--- valgrind ---\n{notes}" if notes else message
+
+
+_shared: CallgrindWorker | None = None
+_shared_lock = threading.Lock()
+
+
+def shared_worker() -> CallgrindWorker:
+    """This process's callgrind worker (closed at exit)."""
+    global _shared
+    with _shared_lock:
+        if _shared is None:
+            _shared = CallgrindWorker()
+            atexit.register(_shared.close)
+        return _shared
+
+
+def collect_callgrind(
+    timer: Any,
+    number: int = 100,
+    repeats: int | None = None,
+    collect_baseline: bool = True,
+    retain_out_file: bool = False,
+    timeout: float | None = None,
+    scope: str = "function",
+) -> CallgrindStats | tuple[CallgrindStats, ...]:
+    """``Timer.collect_callgrind``: one CallgrindStats, or a tuple of them when ``repeats`` is given."""
+    require_positive("number", number, int)
+    if repeats is not None:
+        require_positive("repeats", repeats, int)
+    if timeout is not None and not timeout > 0:
+        raise UsageError(f"timeout must be > 0 seconds, got {timeout!r}")
+    spec = timer.task_spec
+    python = timer.language is Language.PYTHON
+    # Here, before the worker starts (~10 s under valgrind), rather than in it.
+    check_scope(scope, python, timer._callgrind_batch_setup)
+    if not python and timer._callgrind_globals:
+        raise UsageError("globals are only supported for Python statements")
+    params = {
+        "stmt": spec.stmt,
+        "setup": spec.setup,
+        "global_setup": spec.global_setup,
+        "batch_setup": timer._callgrind_batch_setup,
+        "language": "python" if python else "cpp",
+        "num_threads": spec.num_threads,
+        "number": number,
+        "repeats": repeats or 1,
+        "baseline": bool(collect_baseline) and python,
+        "detail": "full",
+        "scope": scope,
+        "retain_out_file": bool(retain_out_file),
+        "globals": dump_globals(timer._callgrind_globals) if python else None,
+    }
+    task = Task(suite="timer", name="collect_callgrind", kind="timer", params=params, mode="instructions")
+    result = shared_worker().run(task, timeout or CALLGRIND_TIMEOUT)
+    if not result.ok:
+        raise StatementError(f"collect_callgrind failed: {result.error}")
+    stats = stats_from_result(result, spec, number, retain_out_file)
+    return stats if repeats is not None else stats[0]
+
+
+def stats_from_result(result: TaskResult, spec: Any, number: int, retain_out_file: bool) -> tuple[CallgrindStats, ...]:
+    data = result.extra["callgrind"]
+    base = data.get("baseline")
+    if base:
+        base_incl = FunctionCounts.from_mapping(base["inclusive"], inclusive=True)
+        base_excl = FunctionCounts.from_mapping(base["exclusive"], inclusive=False)
+    else:
+        base_incl, base_excl = empty_counts(True), empty_counts(False)
+    debug = built_with_debug_symbols()
+    return tuple(
+        CallgrindStats(
+            task_spec=spec,
+            number_per_run=number,
+            built_with_debug_symbols=debug,
+            baseline_inclusive_stats=base_incl,
+            baseline_exclusive_stats=base_excl,
+            stmt_inclusive_stats=FunctionCounts.from_mapping(s["inclusive"], inclusive=True),
+            stmt_exclusive_stats=FunctionCounts.from_mapping(s["exclusive"], inclusive=False),
+            stmt_callgrind_out=s.get("out") if retain_out_file else None,
+        )
+        for s in data["stmt"]
+    )
+
+
+def built_with_debug_symbols() -> bool:
+    import torch
+
+    found = re.search(r"BUILD_TYPE=(.+?),", torch.__config__.show())
+    return bool(found) and found.group(1) == "RelWithDebInfo"

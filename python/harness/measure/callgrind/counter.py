@@ -1,0 +1,308 @@
+"""CallgrindCounter: exact instruction counts from ``valgrind --tool=callgrind``, per function.
+
+Callgrind workers run ``sys.executable`` under ``valgrind --tool=callgrind``
+with instrumentation off at start: interpreter start-up and ``import torch``
+run at valgrind's uninstrumented speed, and the C++ core switches
+instrumentation and collection on around exactly the measured region. Each
+region is dumped to a private directory, parsed and removed.
+
+Besides the rules every counter follows (``measure.counters.base``), each
+repeat of a Timer measurement runs in a ``fork()`` of the warmed-up worker,
+so every repeat starts from the same heap: otherwise the state that malloc's
+free lists reach after one run shifts the next run's count by up to ~0.5% for
+small tensor ops. Where forking is unsafe (threads running, CUDA
+initialised, more than one intra-op thread) repeats run in the worker
+itself, each with a fresh code object and its own warm-up.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from harness.core import native
+from harness.errors import HarnessError, StatementError
+from harness.measure.callgrind.logs import signal_name, tail, valgrind_log
+from harness.measure.callgrind.profile import Profile, parse_text, total_from_text
+from harness.measure.counters.base import CollectorOff, InstructionCounter, Sampler, fresh_code, warm_up
+from harness.options import CALLGRIND_DIR_ENV
+
+VALGRIND_INSTALL_HINT = (
+    "install it with `apt-get install valgrind` (Debian/Ubuntu), `dnf install valgrind` (Fedora) "
+    "or `conda install -c conda-forge valgrind`"
+)
+
+
+def valgrind_path() -> str | None:
+    return shutil.which("valgrind")
+
+
+class CallgrindCounter(InstructionCounter):
+    """Exact counts from ``valgrind --tool=callgrind``, with per-function detail."""
+
+    name = "callgrind"
+    exact = True
+
+    def __init__(self, out_dir: str | None = None) -> None:
+        # In the harness process the counter owns a private directory for
+        # its workers' dumps and logs; in a worker it is handed the path.
+        self._dir: Path | None = Path(out_dir) if out_dir else None
+        self._owned = out_dir is None
+        self._lock = threading.Lock()
+
+    # -- parent side ------------------------------------------------------------
+    @staticmethod
+    def require_valgrind() -> str:
+        path = valgrind_path()
+        if path is None:
+            raise HarnessError(
+                "valgrind is not installed (it is needed to count instructions with callgrind): "
+                f"{VALGRIND_INSTALL_HINT}; where the hardware counter is readable, --counter perf needs no valgrind"
+            )
+        return path
+
+    def out_dir(self) -> Path:
+        with self._lock:
+            if self._dir is None:
+                self._dir = Path(tempfile.mkdtemp(prefix="harness-callgrind-"))
+                atexit.register(self.close)
+            return self._dir
+
+    def worker_prefix(self) -> list[str]:
+        valgrind = self.require_valgrind()
+        d = self.out_dir()
+        return [
+            valgrind,
+            "--tool=callgrind",
+            "--instr-atstart=no",
+            "--collect-atstart=no",
+            # No "fn'2" copies of recursive functions: with instrumentation
+            # switched on mid-stack, callgrind's recursion depth is arbitrary
+            # and would split one function's count between two names.
+            "--separate-recs=1",
+            f"--callgrind-out-file={d}/callgrind.out.%p",
+            # One log per process (workers and the children they fork), so a
+            # crash report carries exactly that process's valgrind messages.
+            f"--log-file={d}/valgrind.%p.log",
+        ]
+
+    def worker_env(self) -> dict[str, str]:
+        return {**super().worker_env(), CALLGRIND_DIR_ENV: str(self.out_dir())}
+
+    def diagnostics(self, pid: int) -> str:
+        if self._dir is None:
+            return ""
+        return valgrind_log(self._dir / f"valgrind.{pid}.log")
+
+    def close(self) -> None:
+        if self._owned and self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+
+    # -- worker side ------------------------------------------------------------
+    def _in_worker(self) -> tuple[Any, Path]:
+        C = native().callgrind
+        if not C.running_on_valgrind():
+            raise HarnessError(
+                "callgrind counts only in a process started under valgrind: run this in a worker started "
+                "with get_counter('callgrind').worker_prefix() and .worker_env() (python -m harness bench "
+                "--mode instructions does this)"
+            )
+        if self._dir is None:
+            raise HarnessError(f"{CALLGRIND_DIR_ENV} is not set: start the worker with the counter's worker_env()")
+        return C, self._dir
+
+    def clock(self) -> Callable[[], int]:
+        return native().callgrind.toggle_region
+
+    def count(self, fn: Callable[[], object]) -> int:
+        C, _ = self._in_worker()
+        try:
+            with CollectorOff():
+                C.zero_stats()
+                C.count_call(fn)
+                C.dump_stats("harness count")
+        finally:
+            C.stop_instrumentation()
+        return sum(total_from_text(text) for text in self._take(os.getpid()))
+
+    def measure(
+        self, sampler: Sampler, number: int, repeats: int, *, clocked: bool, detail: bool = False, keep_text: bool = False
+    ) -> list[Profile]:
+        C, _ = self._in_worker()
+        texts: list[str] = []  # the dumps, parsed once instrumentation is off
+        try:
+            with CollectorOff():
+                if _fork_is_safe():
+                    # Warm up with instrumentation on, so the children
+                    # inherit the translated code instead of each
+                    # translating it again.
+                    C.start_instrumentation()
+                    warm_up(sampler, number)
+                    C.region_end()
+                    for pid in self._measure_in_children(C, sampler, number, clocked, repeats):
+                        texts.extend(self._take(pid))
+                else:
+                    for _ in range(repeats):
+                        run = fresh_code(sampler)
+                        warm_up(run, number)
+                        C.region_end()
+                        _counted_run(C, run, number, clocked)
+                        texts.extend(self._take(os.getpid()))
+        finally:
+            C.region_end()
+            # Parsing below runs at valgrind's uninstrumented speed, several
+            # times faster.
+            C.stop_instrumentation()
+        return [self._profile(text, detail, keep_text) for text in texts]
+
+    @staticmethod
+    def _profile(text: str, detail: bool, keep_text: bool) -> Profile:
+        if not detail:
+            return Profile(total=total_from_text(text), exclusive={}, inclusive={})
+        profile = parse_text(text)
+        if keep_text:
+            profile.source = text
+        return profile
+
+    def _measure_in_children(self, C: Any, sampler: Sampler, number: int, clocked: bool, repeats: int) -> list[int]:
+        """Fork one child per repeat, back to back, and wait for all of them.
+
+        Nothing runs in this process between the forks but the forks
+        themselves: any allocation here (reading a child's answer) would
+        change the heap the next child starts from, and with it the count.
+        """
+        pipes = [os.pipe() for _ in range(repeats)]
+        pids = [0] * repeats
+        try:
+            for i in range(repeats):
+                pid = os.fork()
+                if pid == 0:  # pragma: no cover - runs in the child
+                    self._child(C, sampler, number, clocked, pipes[i][1])
+                pids[i] = pid
+        except BaseException:  # fork failed (memory?) or Ctrl-C: leave nothing behind
+            for pid in pids:
+                if pid:
+                    os.kill(pid, signal.SIGKILL)
+                    os.waitpid(pid, 0)
+                    self._remove(pid)
+            for read_fd, write_fd in pipes:
+                os.close(read_fd)
+                os.close(write_fd)
+            raise
+        failure: tuple[int, int, str] | None = None
+        for _, write_fd in pipes:
+            os.close(write_fd)
+        for (read_fd, _), pid in zip(pipes, pids, strict=True):
+            _, status = os.waitpid(pid, 0)
+            with os.fdopen(read_fd, "rb") as f:
+                message = f.read().decode("utf-8", "replace")
+            failed = os.WIFSIGNALED(status) or (os.WIFEXITED(status) and os.WEXITSTATUS(status) != 0)
+            if failed and failure is None:
+                failure = (pid, status, message)
+        if failure is not None:
+            for pid in pids:
+                if pid != failure[0]:
+                    self._remove(pid)
+            self._fail_child(*failure)
+        return pids
+
+    def _child(self, C: Any, sampler: Sampler, number: int, clocked: bool, answer_fd: int) -> None:
+        """Measure once and exit without running any Python clean-up (nothing to flush, faster)."""
+        assert self._dir is not None
+        code = 0
+        try:
+            err = os.open(self._dir / f"stderr.{os.getpid()}", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            os.dup2(err, 2)
+            _counted_run(C, sampler, number, clocked)
+        except BaseException as exc:  # noqa: BLE001 - reported to the parent
+            code = 1
+            text = f"{type(exc).__name__}: {exc}\n{''.join(traceback.format_exception(exc))}"
+            os.write(answer_fd, text[-16000:].encode("utf-8", "replace"))
+        os._exit(code)
+
+    def _fail_child(self, pid: int, status: int, message: str) -> None:
+        assert self._dir is not None
+        log = valgrind_log(self._dir / f"valgrind.{pid}.log")
+        stderr = tail(self._dir / f"stderr.{pid}")
+        self._remove(pid)
+        if os.WIFSIGNALED(status):
+            what = f"the statement crashed under valgrind ({signal_name(os.WTERMSIG(status))})"
+        elif message:
+            first = message.splitlines()[0]
+            what = f"the statement raised in the measured run: {first}"
+        else:
+            what = f"the measuring process exited with status {os.WEXITSTATUS(status)}"
+        parts = [what]
+        if log:
+            parts.append(f"--- valgrind ---\n{log}")
+        if stderr.strip():
+            parts.append(f"--- stderr ---\n{stderr}")
+        if message and not os.WIFSIGNALED(status):
+            parts.append(f"--- traceback ---\n{message}")
+        raise StatementError("\n".join(parts))
+
+    def _dumps(self, pid: int) -> tuple[list[Path], list[Path]]:
+        """(numbered dumps in order, every other file of process ``pid``)."""
+        assert self._dir is not None
+        dumps: list[tuple[int, Path]] = []
+        other: list[Path] = []
+        base = f"callgrind.out.{pid}"
+        for path in self._dir.iterdir():
+            name = path.name
+            if name == base:
+                other.append(path)  # the dump callgrind writes when the process exits
+            elif name.startswith(base + ".") and name[len(base) + 1 :].isdigit():
+                dumps.append((int(name[len(base) + 1 :]), path))
+            elif name in (f"valgrind.{pid}.log", f"stderr.{pid}") and pid != os.getpid():
+                other.append(path)
+        return [p for _, p in sorted(dumps)], other
+
+    def _take(self, pid: int) -> list[str]:
+        """The text of process ``pid``'s dumps; its files are removed."""
+        dumps, other = self._dumps(pid)
+        try:
+            if not dumps:
+                raise HarnessError(f"callgrind wrote no profile for process {pid} into {self._dir}")
+            return [path.read_text(encoding="utf-8", errors="replace") for path in dumps]
+        finally:
+            for path in (*dumps, *other):
+                path.unlink(missing_ok=True)
+
+    def _remove(self, pid: int) -> None:
+        dumps, other = self._dumps(pid)
+        for path in (*dumps, *other):
+            path.unlink(missing_ok=True)
+
+
+def _counted_run(C: Any, sampler: Sampler, number: int, clocked: bool) -> None:
+    """One measurement: counts zeroed, the region run, its profile dumped."""
+    C.zero_stats()
+    if clocked:
+        sampler(number)  # the block's own clock reads are the region markers
+    else:
+        C.run_sampler(sampler, number)
+    C.region_end()
+    C.dump_stats("harness measure")
+
+
+def _fork_is_safe() -> bool:
+    """Forking copies only the calling thread: unsafe with other threads or a GPU context."""
+    if not hasattr(os, "fork") or threading.active_count() > 1:
+        return False
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        if torch.get_num_threads() > 1:
+            return False
+        cuda = getattr(torch, "cuda", None)
+        if cuda is not None and cuda.is_initialized():
+            return False
+    return True

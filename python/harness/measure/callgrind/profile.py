@@ -1,0 +1,197 @@
+"""Reads callgrind output files: per-function instruction counts, exclusive and inclusive.
+
+Why our own parser rather than ``callgrind_annotate``: annotate is a Perl
+process per file and per mode (torch runs it twice per dump); this reads a
+dump in one pass, in-process, and gives both modes. Function names follow
+annotate's spelling (``file:function [object]``) so they line up with
+torch's ``FunctionCounts``:
+
+- a function is keyed by the file its cost lines are attributed to, so code
+  inlined from another file (``fi=``/``fe=``) is its own entry, without the
+  object suffix (exactly as annotate prints it);
+- inclusive cost of a function that is called somewhere is the sum of the
+  costs of the calls into it; of one never seen called (the region's
+  outermost frames), its own cost plus its calls' costs.
+
+The format is documented in valgrind's "Callgrind Format Specification".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections import defaultdict
+from pathlib import Path
+
+from harness.errors import HarnessError
+
+_COMPRESSED = re.compile(r"\((\d+)\)(?: (.*))?$")
+# Which name table each key reads and writes (the format shares one table
+# between files and inlined/called files, and one between objects).
+_TABLE = {
+    "fl": "fl", "fi": "fl", "fe": "fl", "cfi": "fl", "cfl": "fl", "jfi": "fl",
+    "fn": "fn", "cfn": "fn", "jfn": "fn",
+    "ob": "ob", "cob": "ob",
+}  # fmt: skip
+
+
+class CallgrindFormatError(HarnessError):
+    """A file is not callgrind output we can read."""
+
+    exit_code = 1
+
+
+@dataclasses.dataclass
+class Profile:
+    """One callgrind dump, reduced to instruction counts ("Ir") per function."""
+
+    total: int
+    exclusive: dict[str, int]
+    inclusive: dict[str, int]
+    trigger: str = ""  # why the dump was written, e.g. "Client Request: <reason>"
+    source: str | None = None  # the file's text, when the caller asked to keep it
+
+
+def total_from_text(text: str) -> int:
+    """Just the total instruction count of a dump (cheap: no per-function work)."""
+    events = re.search(r"^events:[ \t]*(.*)$", text, re.M)
+    if events is None:
+        raise CallgrindFormatError("callgrind output has no 'events:' line")
+    index = _ir_index(events.group(1).split())
+    for key in ("summary", "totals"):
+        found = re.search(rf"^{key}:[ \t]*(.*)$", text, re.M)
+        if found:
+            values = found.group(1).split()
+            return int(values[index]) if index < len(values) else 0
+    return parse_text(text).total
+
+
+def _ir_index(events: list[str]) -> int:
+    try:
+        return events.index("Ir")
+    except ValueError:
+        raise CallgrindFormatError(
+            f"callgrind output records events {events} but not Ir (instructions); "
+            "it was not written by --tool=callgrind with default event collection"
+        ) from None
+
+
+def parse_file(path: str | Path) -> Profile:
+    try:
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise CallgrindFormatError(f"cannot read callgrind output {path}: {exc.strerror or exc}") from None
+    try:
+        return parse_text(text)
+    except CallgrindFormatError as exc:
+        raise CallgrindFormatError(f"{path}: {exc}") from None
+
+
+def parse_text(text: str) -> Profile:
+    lines = text.splitlines()
+    npos = 1
+    ir = 0
+    summary: int | None = None
+    totals: int | None = None
+    trigger = ""
+    body_start = len(lines)
+    for i, line in enumerate(lines):
+        if line.startswith("positions:"):
+            npos = len(line.split()[1:]) or 1
+        elif line.startswith("events:"):
+            ir = _ir_index(line.split()[1:])
+            body_start = i + 1
+            break
+        elif line.startswith("desc: Trigger:"):
+            trigger = line[len("desc: Trigger:") :].strip()
+    else:
+        raise CallgrindFormatError("no 'events:' line: not callgrind output")
+    cost_at = npos + ir
+
+    tables: dict[str, dict[str, str]] = {"fl": {}, "fn": {}, "ob": {}}
+
+    def name_of(key: str, value: str) -> str:
+        m = _COMPRESSED.match(value)
+        if m is None:
+            return value
+        table = tables[_TABLE[key]]
+        if m.group(2) is not None:
+            table[m.group(1)] = m.group(2)
+            return m.group(2)
+        try:
+            return table[m.group(1)]
+        except KeyError:
+            raise CallgrindFormatError(f"name ({m.group(1)}) used before it was defined ({key}=)") from None
+
+    self_cost: defaultdict[str, int] = defaultdict(int)
+    incl_own: defaultdict[str, int] = defaultdict(int)  # own cost + costs of calls made
+    called_cost: defaultdict[str, int] = defaultdict(int)  # costs of calls into it
+    object_of: dict[str, str] = {}
+    cur_obj = cur_file = cur_fn = cfile = ""
+    cur_name = ":"
+    callee: str | None = None
+    in_call = False
+
+    for line in lines[body_start:]:
+        if not line:
+            continue
+        c = line[0]
+        if c.isdigit() or c in "+-*":
+            parts = line.split()
+            cost = int(parts[cost_at]) if len(parts) > cost_at else 0
+            if in_call:
+                in_call = False
+                assert callee is not None
+                called_cost[callee] += cost
+                incl_own[cur_name] += cost
+            else:
+                self_cost[cur_name] += cost
+                incl_own[cur_name] += cost
+            continue
+        if c == "#":
+            continue
+        key, sep, value = line.partition("=")
+        if not sep:
+            if line.startswith("summary:"):
+                summary = _first_ir(line, ir)
+            elif line.startswith("totals:"):
+                totals = _first_ir(line, ir)
+            continue
+        if key == "fn":
+            cur_fn = name_of(key, value)
+            cur_name = f"{cur_file}:{cur_fn}"
+            object_of[cur_name] = cur_obj
+            self_cost.setdefault(cur_name, 0)
+        elif key == "fl":
+            cur_file = name_of(key, value)
+        elif key in ("fi", "fe"):
+            cur_file = name_of(key, value)
+            cur_name = f"{cur_file}:{cur_fn}"
+        elif key == "ob":
+            cur_obj = name_of(key, value)
+        elif key in ("cfi", "cfl"):
+            cfile = name_of(key, value)
+        elif key == "cfn":
+            callee = f"{cfile or cur_file}:{name_of(key, value)}"
+            cfile = ""
+        elif key == "calls":
+            in_call = True
+        elif key in _TABLE:  # cob, jfi, jfn: only their name definitions matter
+            name_of(key, value)
+        # jump=/jcnd= carry no instruction cost
+
+    def label(name: str) -> str:
+        obj = object_of.get(name)
+        return f"{name} [{obj}]" if obj else name
+
+    exclusive = {label(n): c for n, c in self_cost.items() if c}
+    inclusive_raw = dict(incl_own)
+    inclusive_raw.update(called_cost)
+    inclusive = {label(n): c for n, c in inclusive_raw.items() if c}
+    total = summary if summary is not None else totals if totals is not None else sum(exclusive.values())
+    return Profile(total=total, exclusive=exclusive, inclusive=inclusive, trigger=trigger)
+
+
+def _first_ir(line: str, ir: int) -> int:
+    values = line.split(":", 1)[1].split()
+    return int(values[ir]) if ir < len(values) else 0

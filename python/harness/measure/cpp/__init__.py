@@ -1,0 +1,12 @@
+"""C++ statements: from the user's code to a loaded native sampler.
+
+Lives here: ``statement`` (CppStatement and its content key), ``balance``
+(brackets checked before a batch), ``toolchain`` (compiler, flags, torch:
+the cache key), ``codegen`` (the translation units), ``pch`` (the
+precompiled header, built in the background), ``diagnostics`` (compile
+errors mapped to the user's lines), ``log`` (the build log), ``build`` (the
+content-addressed cache and batched builds), ``block`` (CppBlock, the C++
+block a Timer times).
+May import: ``harness.files``, ``harness.errors``, ``harness.options``.
+Imported by: ``harness.measure.timer``, ``harness.run``.
+"""

@@ -1,0 +1,341 @@
+"""Building C++ statements into native modules: the content-addressed cache and batched builds.
+
+Why it is shaped like this: compiling one translation unit that includes
+``<torch/torch.h>`` costs 20-35 s of CPU, and torch's own C++ Timer pays it for
+every statement. Here
+
+- every statement is cached by content (``CppStatement.key``) under a
+  *toolchain key* (``measure.cpp.toolchain``), so a statement compiled once
+  is reused by every later process;
+- all statements asked for together (a suite, a GroupedStmts expansion) go
+  into one module with one function per statement: one compile, one link;
+- the torch headers are precompiled once, in the background
+  (``measure.cpp.pch``).
+
+A statement whose brackets do not balance is rejected before it reaches a
+batch (``measure.cpp.balance``): its errors can land in the code of the
+statements after it. When a batch fails, the statements named in errors are
+recorded as failed (in the cache too, keyed by their content, for an hour)
+unless another statement's code may have caused their errors (see
+``diagnostics.trusted_failures``); those are rebuilt with the rest, and
+failures that name no statement are isolated by bisection.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import fcntl
+import hashlib
+import importlib.machinery
+import importlib.util
+import json
+import sys
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from harness.errors import StatementError
+from harness.files.atomic import atomic_write_text
+from harness.files.cache import ensure_private_dir
+from harness.measure.cpp import balance
+from harness.measure.cpp.codegen import generate_sources
+from harness.measure.cpp.diagnostics import (
+    attribute_errors,
+    leaks,
+    output_tail,
+    table_only_blame,
+    trusted_failures,
+)
+from harness.measure.cpp.log import STATS, log_event
+from harness.measure.cpp.pch import (
+    PchStarter,
+    pch_command,
+    pch_enabled,
+    pch_file,
+    pch_header,
+    read_ninja,
+    start_pch_build,
+)
+from harness.measure.cpp.statement import SECTIONS, CppStatement
+from harness.measure.cpp.toolchain import include_dirs, toolchain
+
+FAILURE_TTL_S = 3600.0  # how long a statement's compile error is trusted without recompiling
+
+_LOADED: dict[str, ModuleType] = {}
+_LOCK = threading.RLock()
+
+
+# --------------------------------------------------------------------------- modules and the index
+
+
+@dataclasses.dataclass
+class CompiledStatement:
+    """A statement inside a loaded module: setup, sampler capsule, probe."""
+
+    statement: CppStatement
+    module: ModuleType
+    index: int
+
+    @property
+    def key(self) -> str:
+        return self.statement.key
+
+    @property
+    def pch_used(self) -> bool:
+        return bool(self.module.pch_used)
+
+    def prepare(self) -> None:
+        self.module.prepare(self.index)
+
+    def reset(self) -> None:
+        self.module.reset(self.index)
+
+    @property
+    def ready(self) -> bool:
+        return bool(self.module.ready(self.index))
+
+    def sampler(self) -> Any:
+        """The ``harness.sampler`` capsule the core times (after ``prepare()``)."""
+        return self.module.sampler(self.index)
+
+    def probe(self) -> list[Any]:
+        """Run stmt once; [output, grad of each input], as tensors (None where undefined)."""
+        import torch
+
+        return [None if c is None else torch.from_dlpack(c) for c in self.module.probe(self.index)]
+
+
+@dataclasses.dataclass
+class BuildReport:
+    compiled: dict[str, CompiledStatement] = dataclasses.field(default_factory=dict)
+    failed: dict[str, str] = dataclasses.field(default_factory=dict)  # key -> compiler message
+    built: int = 0  # statements compiled by this call
+    modules: list[str] = dataclasses.field(default_factory=list)  # modules this call built
+    seconds: float = 0.0
+
+
+def _index_path(key: str) -> Path:
+    return ensure_private_dir(toolchain().root / "index") / f"{key}.json"
+
+
+def _module_dir(module_key: str) -> Path:
+    return ensure_private_dir(toolchain().root / "modules") / module_key
+
+
+def _import_module(name: str, path: Path) -> ModuleType:
+    with _LOCK:
+        if name in _LOADED:
+            return _LOADED[name]
+        loader = importlib.machinery.ExtensionFileLoader(name, str(path))
+        spec = importlib.util.spec_from_file_location(name, path, loader=loader)
+        assert spec is not None
+        module = importlib.util.module_from_spec(spec)
+        loader.exec_module(module)
+        _LOADED[name] = module
+        return module
+
+
+def _lookup(statement: CppStatement) -> CompiledStatement | str | None:
+    """A cached compile of this statement, its cached compile error, or None."""
+    try:
+        entry = json.loads(_index_path(statement.key).read_text())
+    except (FileNotFoundError, ValueError):
+        return None
+    if "error" in entry:
+        # A compile error is cached so the workers of a run do not retry what
+        # the run's prebuild found, but not for ever: the same code may compile
+        # once a header it includes is installed.
+        if time.time() - float(entry.get("time", 0)) < FAILURE_TTL_S:
+            return str(entry["error"])
+        return None
+    name, index = entry.get("module"), entry.get("index")
+    if not isinstance(name, str) or not isinstance(index, int):
+        return None
+    so = _module_dir(name.removeprefix("hstmt_")) / f"{name}.so"
+    if not so.exists():
+        return None
+    module = _import_module(name, so)
+    if index >= len(module.keys) or module.keys[index] != statement.key:
+        return None
+    return CompiledStatement(statement, module, index)
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+class _CompileFailed(Exception):
+    def __init__(self, output: str) -> None:
+        super().__init__(output)
+        self.output = output
+
+
+def _compile(statements: list[CppStatement]) -> tuple[ModuleType, str, float]:
+    """Compile and import one module holding ``statements``; raises _CompileFailed with the compiler's output."""
+    from torch.utils import cpp_extension
+
+    tc = toolchain()
+    module_key = hashlib.sha256("\n".join([tc.key, *[s.key for s in statements]]).encode()).hexdigest()[:16]
+    name = f"hstmt_{module_key}"
+    build_dir = _module_dir(module_key)
+    with _file_lock(build_dir.parent / f"{module_key}.lock"):
+        so = build_dir / f"{name}.so"
+        if so.exists():
+            return _import_module(name, so), name, 0.0
+        build_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        # We hold the lock, so a baton left by a killed build is stale (cpp_extension would wait on it forever).
+        for stale in ("lock", "build.ninja"):
+            with contextlib.suppress(FileNotFoundError):
+                (build_dir / stale).unlink()
+        sources = []
+        for t, text in enumerate(generate_sources(name, statements)):
+            path = build_dir / f"tu{t}.cpp"
+            atomic_write_text(path, text)
+            sources.append(str(path))
+        cflags = [*tc.extra_cflags, "-Winvalid-pch"]
+        use_pch = pch_enabled()
+        if use_pch:
+            cflags[0:0] = ["-include", str(pch_header())]
+        had_pch = use_pch and pch_file().exists()
+        starter = PchStarter(build_dir) if use_pch and not had_pch else None
+        if starter is not None:
+            starter.start()
+        t0 = time.monotonic()
+        try:
+            module = cpp_extension.load(
+                name=name,
+                sources=sources,
+                extra_cflags=cflags,
+                extra_ldflags=list(tc.extra_ldflags),
+                extra_include_paths=[str(p) for p in include_dirs()],
+                build_directory=str(build_dir),
+                verbose=False,
+                is_python_module=True,
+            )
+        except Exception as exc:  # cpp_extension raises RuntimeError carrying ninja's output
+            raise _CompileFailed(str(exc)) from None
+        finally:
+            if starter is not None:
+                starter.done.set()
+        seconds = time.monotonic() - t0
+        sys.modules.pop(name, None)
+        _LOADED[name] = module
+        if use_pch and had_pch and not module.pch_used:
+            # g++ rejected the .gch (flags differ): rebuild it with this build's flags.
+            log_event("pch_rejected", module=name)
+            with contextlib.suppress(FileNotFoundError):
+                pch_file().unlink()
+        if use_pch and not pch_file().exists():
+            found = read_ninja(build_dir)
+            if found is not None:
+                start_pch_build(pch_command(*found))
+        return module, name, seconds
+
+
+def _record(statements: list[CppStatement], name: str) -> None:
+    for i, s in enumerate(statements):
+        atomic_write_text(_index_path(s.key), json.dumps({"module": name, "index": i}))
+
+
+def _build_batch(statements: list[CppStatement], report: BuildReport, persist_failures: bool = True) -> None:
+    remaining = list(statements)
+    while remaining:
+        try:
+            module, name, seconds = _compile(remaining)
+        except _CompileFailed as failure:
+            groups: dict[str, list[int]] = {}
+            for i, s in enumerate(remaining):
+                groups.setdefault(s.global_setup, []).append(i)
+            tu_members = {f"t{t}": members for t, members in enumerate(groups.values())}
+            errors = attribute_errors(failure.output, remaining, tu_members)
+            # A statement named by errors is recorded as failed (and cached)
+            # only when its own code is to blame (trusted_failures). The
+            # others named are rebuilt with the statements nobody named: that
+            # build is needed anyway, so one bad statement whose errors spill
+            # into others costs no more than one bad statement. Several
+            # independent bad statements are all trusted at once: one rebuild.
+            trusted = trusted_failures(set(errors) - table_only_blame(failure.output, tu_members),
+                                       remaining, tu_members)
+            log_event("failed_builds", statements=len(remaining), named=len(errors), trusted=len(trusted))
+            for i in trusted:
+                key = remaining[i].key
+                report.failed[key] = errors[i]
+                atomic_write_text(_index_path(key), json.dumps({"error": errors[i], "time": time.time()}))
+            if trusted:
+                remaining = [s for i, s in enumerate(remaining) if i not in trusted]
+                continue
+            if len(remaining) == 1:
+                # Not attributable to user code (toolchain trouble, out of memory): do not cache.
+                report.failed[remaining[0].key] = errors.get(0) or output_tail(failure.output)
+                return
+            leaky = [s for s in remaining if leaks(s)]
+            if errors and 0 < len(leaky) < len(remaining):
+                # Every statement named may be a victim of a directive in another:
+                # build the statements without directives apart, where every
+                # error is trusted, and the few with directives apart.
+                _build_batch([s for s in remaining if not leaks(s)], report)
+                _build_batch(leaky, report)
+                return
+            half = len(remaining) // 2
+            _build_batch(remaining[:half], report)
+            _build_batch(remaining[half:], report)
+            return
+        _record(remaining, name)
+        log_event("builds", module=name, statements=len(remaining), seconds=round(seconds, 2), pch_used=bool(module.pch_used))
+        if module.pch_used:
+            STATS["pch_used_builds"] += 1
+        report.built += len(remaining)
+        report.modules.append(name)
+        for i, s in enumerate(remaining):
+            report.compiled[s.key] = CompiledStatement(s, module, i)
+        return
+
+
+def build(statements: Sequence[CppStatement]) -> BuildReport:
+    """Compile every statement not yet in the cache, all in one module; report compiled and failed ones."""
+    t0 = time.monotonic()
+    report = BuildReport()
+    unique = list({s.key: s for s in statements}.values())
+    missing: list[CppStatement] = []
+    with _LOCK:
+        for s in unique:
+            # Before the cache and before any batch: an unbalanced statement
+            # would break the statements compiled after it. Not cached: the
+            # check takes microseconds and gives the same answer every time.
+            unbalanced = balance.unbalanced({n: s.section(n) for n in SECTIONS})
+            if unbalanced is not None:
+                report.failed[s.key] = unbalanced
+                STATS["unbalanced"] += 1
+                continue
+            found = _lookup(s)
+            if isinstance(found, CompiledStatement):
+                report.compiled[s.key] = found
+                STATS["hits"] += 1
+            elif isinstance(found, str):
+                report.failed[s.key] = found
+                STATS["hits"] += 1
+            else:
+                missing.append(s)
+        if missing:
+            STATS["misses"] += len(missing)
+            _build_batch(missing, report)
+    report.seconds = time.monotonic() - t0
+    return report
+
+
+def load(statement: CppStatement) -> CompiledStatement:
+    """The compiled statement (building it if needed); StatementError with the compiler's message if it does not compile."""
+    report = build([statement])
+    if statement.key in report.failed:
+        raise StatementError(f"C++ statement does not compile:\n{report.failed[statement.key]}")
+    return report.compiled[statement.key]

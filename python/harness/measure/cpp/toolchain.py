@@ -1,0 +1,119 @@
+"""The C++ toolchain statements are built with: compiler, flags, torch, and the key that names them.
+
+Everything a compiled statement depends on besides its own code (the torch
+version and headers, the compiler and its version, the flags, harness's
+statement runtime headers) goes into ``Toolchain.key``; each toolchain gets
+its own directory of the cache, so a change of any of them never loads a
+stale module.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import hashlib
+import json
+import subprocess
+import sysconfig
+from collections.abc import Sequence
+from pathlib import Path
+
+from harness.errors import BuildError
+from harness.files.cache import cache_dir, ensure_private_dir
+
+OPT_FLAGS = ("-O2", "-DNDEBUG")  # what torch's C++ Timer uses, minus -g
+# The coroutine frame of a statement holds its lambdas, whose types have no
+# linkage; g++ warns about that for every statement.
+WARNING_FLAGS = ("-Wno-subobject-linkage",)
+
+PACKAGE_DIR = Path(__file__).resolve().parents[2]
+_REPO_CSRC = PACKAGE_DIR.parents[1] / "csrc"
+
+
+def include_dirs() -> list[Path]:
+    """The core's headers and the statement runtime: from the source tree, else installed beside the package."""
+    for include, runtime in (
+        (_REPO_CSRC / "include", _REPO_CSRC / "stmt"),
+        (PACKAGE_DIR / "include", PACKAGE_DIR / "include"),
+    ):
+        if (include / "harness" / "runner.h").is_file() and (runtime / "harness" / "stmt_runtime.h").is_file():
+            return [include, runtime] if include != runtime else [include]
+    raise BuildError(
+        "the harness C++ headers (harness/runner.h, harness/stmt_runtime.h) are missing; "
+        "reinstall harness with `pip install --no-build-isolation .`"
+    )
+
+
+def _run(cmd: Sequence[str]) -> str:
+    try:
+        return subprocess.run(list(cmd), capture_output=True, text=True, check=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise BuildError(f"cannot run {' '.join(cmd)}: {exc}") from None
+
+
+@dataclasses.dataclass(frozen=True)
+class Toolchain:
+    cxx: str
+    version: str  # first line of --version
+    gcc_major: int | None  # None when not GCC
+    torch_version: str
+    torch_include: str
+    ext_suffix: str
+    extra_cflags: tuple[str, ...]
+    extra_ldflags: tuple[str, ...]
+    header_digest: str
+
+    @functools.cached_property
+    def key(self) -> str:
+        # Not CODEGEN_VERSION: it is in every statement's key, and a new
+        # codegen must not cost a new 750 MB PCH.
+        data = json.dumps(dataclasses.asdict(self), sort_keys=True)
+        return hashlib.sha256(data.encode()).hexdigest()[:16]
+
+    @property
+    def root(self) -> Path:
+        return ensure_private_dir(cache_dir("cpp") / self.key)
+
+
+def _fast_linker(cxx: str) -> list[str]:
+    """gold links a statement module against libtorch in about half the time of ld.bfd, when present."""
+    try:
+        out = subprocess.run([cxx, "-fuse-ld=gold", "-Wl,--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return ["-fuse-ld=gold"] if out.returncode == 0 and "gold" in out.stdout.lower() else []
+
+
+@functools.cache
+def toolchain() -> Toolchain:
+    import torch
+    from torch.utils import cpp_extension
+
+    cxx = cpp_extension.get_cxx_compiler()
+    version = _run([cxx, "--version"]).splitlines()[0].strip()
+    gcc_major: int | None = None
+    if "clang" not in version.lower():
+        with contextlib.suppress(ValueError):
+            gcc_major = int(_run([cxx, "-dumpversion"]).strip().split(".")[0])
+    if gcc_major is not None and gcc_major < 10:
+        raise BuildError(f"C++ statements need g++ >= 10 (C++20 coroutines); {cxx} is {version}")
+    extra = [*OPT_FLAGS, "-std=c++20", *WARNING_FLAGS]
+    if gcc_major == 10:
+        extra.append("-fcoroutines")
+    digest = hashlib.sha256()
+    for d in include_dirs():
+        for header in sorted(d.rglob("*.h")):
+            digest.update(header.name.encode())
+            digest.update(header.read_bytes())
+    return Toolchain(
+        cxx=cxx,
+        version=version,
+        gcc_major=gcc_major,
+        torch_version=torch.__version__,
+        torch_include=cpp_extension.include_paths()[0],
+        ext_suffix=sysconfig.get_config_var("EXT_SUFFIX") or ".so",
+        extra_cflags=tuple(extra),
+        extra_ldflags=tuple(_fast_linker(cxx)),
+        header_digest=digest.hexdigest()[:16],
+    )

@@ -1,0 +1,134 @@
+"""Every default of a run, and every environment variable harness reads: defined here, once.
+
+``RunOptions`` is what ``bench.run_tasks`` takes (the CLI builds one from its
+flags, the pytest plugin and Python callers build their own); its field
+defaults are the defaults everywhere else too (``Timer.blocked_autorange``,
+``harness.timeit``, the worker pool). Environment variables are read through
+``env(NAME)``, which knows only the variables listed in ``ENVIRONMENT`` (and
+documented in docs/environment.md), so a new one cannot appear unlisted.
+
+Imports nothing of harness but ``errors``: every layer may import it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any
+
+from harness.errors import UsageError
+
+# -- defaults -------------------------------------------------------------------
+DEFAULT_MIN_RUN_TIME = 0.2  # seconds of timing per benchmark (torch's blocked_autorange default)
+DEFAULT_TIMEOUT = 600.0  # seconds before a hung task is killed
+WORKER_START_TIMEOUT = 600.0  # seconds a worker may take to start (under valgrind: ~10 s, more on a busy machine)
+CALLGRIND_TIMEOUT = 1800.0  # seconds for one collect_callgrind call: callgrind is ~50x slower than native
+# A measurement whose IQR exceeds this share of its median is noisy: torch's
+# Measurement warns from here on, and every harness table and report flags it.
+NOISY_IQR_FRACTION = 0.10
+MAX_KEEP_IDLE = 24 * 3600.0  # seconds a kept worker may wait for its next client
+# compare: a wall-time change is real when the U test's p < ALPHA and it is at least
+# MIN_EFFECT; an instruction-count change when it exceeds NOISE_MARGIN (fractions).
+DEFAULT_ALPHA = 0.05
+DEFAULT_MIN_EFFECT = 0.02
+DEFAULT_NOISE_MARGIN = 0.005
+
+MODE_CHOICES = ("wall", "instructions", "both")
+COUNTER_CHOICES = ("auto", "callgrind", "perf")
+
+# -- environment variables --------------------------------------------------------
+CACHE_DIR_ENV = "HARNESS_CACHE_DIR"
+CALLGRIND_DIR_ENV = "HARNESS_CALLGRIND_DIR"
+COUNTER_ENV = "HARNESS_COUNTER"
+CPP_PCH_ENV = "HARNESS_CPP_PCH"
+GPT_FAST_SIZE_ENV = "HARNESS_GPT_FAST_SIZE"
+KEEP_WORKER_ENV = "HARNESS_KEEP_WORKER"
+PCH_LOG_ENV = "HARNESS_PCH_LOG"
+XDG_CACHE_HOME_ENV = "XDG_CACHE_HOME"
+
+# name -> (default, effect); docs/environment.md lists the same, and a test keeps them equal.
+ENVIRONMENT: dict[str, tuple[str, str]] = {
+    CACHE_DIR_ENV: ("$XDG_CACHE_HOME/harness", "the per-user cache root (compiled core, C++ statements, PCH, TorchScript files)"),
+    XDG_CACHE_HOME_ENV: ("~/.cache", "parent of the cache root when HARNESS_CACHE_DIR is not set"),
+    CPP_PCH_ENV: ("1", "0 turns the precompiled header of C++ statements off"),
+    KEEP_WORKER_ENV: ("unset", "seconds an instruction-counting worker is kept for the next run (unset or 0: not kept)"),
+    GPT_FAST_SIZE_ENV: ("auto", "size of the gpt_fast suite's shapes and models: auto, tiny, cpu or gpu"),
+    COUNTER_ENV: ("set by harness", "in a worker process: the instruction counter it was started for"),
+    CALLGRIND_DIR_ENV: ("set by harness", "in a callgrind worker: the directory its profiles are written to"),
+    PCH_LOG_ENV: ("set by harness", "in the background PCH builder: the file its compiler output goes to"),
+}
+
+
+def env(name: str) -> str | None:
+    """The value of a documented environment variable (None when unset)."""
+    if name not in ENVIRONMENT:
+        raise KeyError(f"{name} is not in harness.options.ENVIRONMENT; list it there and in docs/environment.md")
+    return os.environ.get(name)
+
+
+# -- checks -----------------------------------------------------------------------
+def require_positive(name: str, value: Any, kind: type = float) -> None:
+    """UsageError unless ``value`` is a positive number (of ``kind``): the one check of counts and durations."""
+    what = "int" if kind is int else "number"
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not value > 0:
+        raise UsageError(f"{name} must be a positive {what}, got {value!r}")
+    if kind is int and not isinstance(value, int):
+        raise UsageError(f"{name} must be a positive int, got {value!r}")
+
+
+def keep_worker_seconds(value: str | float | None = None) -> float | None:
+    """Idle timeout of kept workers: ``value``, else ``$HARNESS_KEEP_WORKER``; None: do not keep."""
+    raw = env(KEEP_WORKER_ENV) if value is None else value
+    if raw is None or raw == "":
+        return None
+    try:
+        seconds = float(raw)
+    except (TypeError, ValueError):
+        raise UsageError(
+            f"{KEEP_WORKER_ENV}={raw!r}: give the idle timeout in seconds, e.g. {KEEP_WORKER_ENV}=600"
+        ) from None
+    if not 0 <= seconds <= MAX_KEEP_IDLE:
+        raise UsageError(f"kept-worker idle timeout must be between 0 and {MAX_KEEP_IDLE:g} seconds, got {raw!r}")
+    return seconds or None  # 0: do not keep (overrides the environment)
+
+
+@dataclasses.dataclass(frozen=True)
+class RunOptions:
+    """How ``bench.run_tasks`` runs a selection of tasks.
+
+    ``mode``: "wall", "instructions" or "both" re-measure every task that way;
+    None keeps each suite's own. ``counter``: the instruction counter
+    ("auto": the hardware counter where readable, else callgrind).
+    ``keep_worker``: seconds to keep instruction-counting workers for the next
+    run (None: ``$HARNESS_KEEP_WORKER``; 0: never). ``output``: where the run
+    record goes (by suffix; a kind may write files of its own, see
+    ``harness.kinds``). ``in_process``: run tasks here, without crash
+    isolation or timeouts (debugging).
+    """
+
+    min_run_time: float = DEFAULT_MIN_RUN_TIME
+    jobs: int = 1
+    timeout: float = DEFAULT_TIMEOUT
+    mode: str | None = None
+    counter: str = "auto"
+    keep_worker: float | None = None
+    in_process: bool = False
+    output: str | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.min_run_time, bool) or not isinstance(self.min_run_time, int | float) or not self.min_run_time > 0:
+            raise UsageError(f"--min-run-time must be > 0, got {self.min_run_time}")
+        if isinstance(self.jobs, bool) or not isinstance(self.jobs, int) or self.jobs < 1:
+            raise UsageError(f"--jobs must be >= 1, got {self.jobs}")
+        if isinstance(self.timeout, bool) or not isinstance(self.timeout, int | float) or not self.timeout > 0:
+            raise UsageError(f"--timeout must be > 0, got {self.timeout}")
+        if self.mode is not None and self.mode not in MODE_CHOICES:
+            raise UsageError(f"unknown mode {self.mode!r}: use one of {', '.join(MODE_CHOICES)}")
+        if self.counter not in COUNTER_CHOICES:
+            raise UsageError(f"unknown instruction counter {self.counter!r}: use one of {', '.join(COUNTER_CHOICES)}")
+        keep_worker_seconds(self.keep_worker)  # a bad value (or $HARNESS_KEEP_WORKER) fails before the run
+
+    @property
+    def keep_seconds(self) -> float | None:
+        """The kept-worker idle timeout this run uses (the flag, else the environment)."""
+        return keep_worker_seconds(self.keep_worker)

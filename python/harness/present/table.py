@@ -1,0 +1,121 @@
+"""Terminal tables of TaskResults (rich): a kind's own table, a suite's, or the generic one.
+
+Tables format; they never measure. Which table a result goes into is the
+kind's decision (``harness.kinds``: ``Kind.table``), which a suite may
+override (``Suite(table=...)``).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from harness import kinds
+from harness.errors import UsageError
+from harness.model.measurement import select_unit
+from harness.model.result import TaskResult
+
+TableFunction = Callable[[str, list[TaskResult]], Any]
+
+
+def format_value(value: float, unit: str) -> str:
+    if unit == "s":
+        u, scale = select_unit(value)
+        return f"{value / scale:.3g} {u}"
+    if unit == "instructions":
+        # Per-run counts of native statements can be a few instructions.
+        return f"{value:,.0f}" if abs(value) >= 100 else f"{value:,.1f}"
+    return f"{value:.4g} {unit}"
+
+
+def table_title(suite: str, results: list[TaskResult], mode: str = "wall") -> str:
+    """The suite, and what its numbers are, from the results themselves."""
+    unit = results[0].unit if results else ("instructions" if mode == "instructions" else "s")
+    if unit == "s":
+        return f"{suite}: time per run"
+    if unit == "instructions":
+        counters = sorted({str(r.extra.get("counter")) for r in results if r.extra.get("counter")})
+        return f"{suite}: instructions per run" + (f" ({', '.join(counters)})" if counters else "")
+    return f"{suite}: {unit} per run"
+
+
+def results_table(title: str, results: Iterable[TaskResult]) -> Table:
+    """The generic table: a row per result with its median, IQR and block count."""
+    table = Table(title=title, title_justify="left")
+    table.add_column("benchmark")
+    table.add_column("median", justify="right")
+    table.add_column("IQR", justify="right")
+    table.add_column("runs", justify="right")
+    table.add_column("status")
+    for r in results:
+        if not r.ok:
+            first_line = (r.error or "failed").strip().splitlines()[0]
+            table.add_row(escape(r.task.name), "", "", "", f"[red]failed[/red]: {escape(first_line)}")
+            continue
+        median, iqr = r.median, r.iqr
+        iqr_text = format_value(iqr, r.unit) + (f" [yellow](! {r.relative_iqr:.0%})[/yellow]" if r.noisy else "")
+        table.add_row(
+            escape(r.task.name),
+            format_value(median, r.unit),
+            iqr_text,
+            f"{len(r.samples)}x{r.number_per_run}",
+            "ok",
+        )
+    return table
+
+
+def table_function(name: str) -> TableFunction:
+    """A suite's ``table=``: a kind's name (its table) or a ``module:function`` reference."""
+    if ":" not in name:
+        kind = kinds.get(name)
+        if kind.table is None:
+            raise UsageError(f"Suite(table={name!r}): kind {name!r} has no table of its own")
+        return kinds.resolve(kind.table, f"the table of kind {name!r}")
+    return kinds.resolve(name, f"the table {name!r}")
+
+
+def output_console() -> Console:
+    """stdout for result tables: the terminal's width, or 160 columns in logs and pipes
+    (rich's 80 would squeeze benchmark names out of CI logs)."""
+    return Console(width=None if sys.stdout.isatty() else 160)
+
+
+def _kind_table(kind: str) -> TableFunction | None:
+    found = kinds.find(kind)  # None: a kind this process never registered (a record from another setup)
+    target = found.table if found is not None else None
+    return None if target is None else kinds.resolve(target, f"the table of kind {kind!r}")
+
+
+def _table_for(r: TaskResult, tables: Mapping[str, str | None]) -> tuple[tuple[str, str], TableFunction | None]:
+    suite_table = tables.get(r.task.suite)
+    if suite_table:
+        return (r.task.suite, "suite"), table_function(suite_table)
+    function = _kind_table(r.task.kind)
+    if function is not None:
+        return (r.task.suite, f"kind:{r.task.kind}"), function
+    return (r.task.suite, r.task.mode), None
+
+
+def print_results(
+    results: list[TaskResult], console: Console | None = None, tables: Mapping[str, str | None] | None = None
+) -> None:
+    """One table per suite: its own (``tables``: suite -> ``Suite.table``), else one per kind that
+    has a table of its own (both modes in it), else the generic table per mode."""
+    console = console or output_console()
+    groups: dict[tuple[str, str], list[TaskResult]] = {}
+    chosen: dict[tuple[str, str], TableFunction | None] = {}
+    for r in results:
+        key, function = _table_for(r, tables or {})
+        chosen.setdefault(key, function)
+        groups.setdefault(key, []).append(r)
+    for (suite, mode), rs in groups.items():
+        function = chosen[(suite, mode)]
+        if function is not None:
+            console.print(function(suite, rs))
+        else:
+            console.print(results_table(table_title(suite, [r for r in rs if r.ok], mode), rs))

@@ -1,0 +1,88 @@
+"""Metadata of the machine and software a run measured on, for run records."""
+
+from __future__ import annotations
+
+import os
+import platform
+import socket
+import subprocess
+import sys
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from harness import __version__
+
+
+def _git_commit() -> str | None:
+    repo = Path(__file__).resolve().parents[2]
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def cpu_governor() -> str | None:
+    try:
+        return Path("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor").read_text().strip()
+    except OSError:
+        return None
+
+
+def torch_info() -> dict[str, Any]:
+    import torch
+
+    info: dict[str, Any] = {
+        "version": torch.__version__,
+        "build": "cuda" if torch.version.cuda else ("rocm" if getattr(torch.version, "hip", None) else "cpu"),
+        "cuda_version": torch.version.cuda,
+        "num_threads": torch.get_num_threads(),
+    }
+    if torch.cuda.is_available():
+        info["gpus"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+        info["gpu_driver"] = _nvidia_driver()
+    return info
+
+
+def _nvidia_driver() -> str | None:
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+            capture_output=True, text=True, timeout=10, check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout.strip() else None
+
+
+def collect(argv: list[str] | None = None) -> dict[str, Any]:
+    """Everything a reader needs to judge whether two runs are comparable."""
+    return {
+        "run_id": uuid.uuid4().hex[:12],
+        "harness_version": __version__,
+        "git_commit": _git_commit(),
+        "torch": torch_info(),
+        "python": sys.version.split()[0],
+        "python_implementation": platform.python_implementation(),
+        "os": f"{platform.system()} {platform.release()}",
+        "cpu_model": cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "cpu_governor": cpu_governor(),
+        "hostname": socket.gethostname(),
+        "start_time": datetime.now(UTC).isoformat(timespec="seconds"),
+        "command_line": list(sys.orig_argv if argv is None else argv),
+    }

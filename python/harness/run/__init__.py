@@ -1,0 +1,13 @@
+"""Running tasks: the worker process, each kind's runner, and the executors that place them.
+
+Lives here: ``worker`` (the worker process's main), ``dispatch``
+(``run_task``: a kind's runner, failures turned into results),
+``timer_task``, ``sampler_task``, ``grouped_task`` (the runners of the
+built-in kinds), ``instructions`` (instruction-count runs of statements),
+``prepare`` (every C++ statement of a run in one build, TorchScript models
+scripted), ``executors`` (in this process, or in worker pools).
+May import: ``harness.kinds``, ``harness.define``, ``harness.measure``,
+``harness.workers``, ``harness.model``, ``harness.errors``,
+``harness.options``.
+Imported by: ``harness.bench``; the worker process runs ``run.worker``.
+"""

@@ -1,0 +1,26 @@
+"""Running one task in this process: its kind's runner, and every failure turned into a failed result."""
+
+from __future__ import annotations
+
+import traceback
+
+from harness.errors import HarnessError
+from harness.kinds import runner_for
+from harness.model.result import TaskResult
+from harness.model.task import Task
+from harness.options import DEFAULT_MIN_RUN_TIME
+
+
+def run_task(task: Task, min_run_time: float = DEFAULT_MIN_RUN_TIME) -> TaskResult:
+    """Run one task in this process; any failure becomes a failed result, never an exception."""
+    try:
+        runner = runner_for(task.kind)
+    except HarnessError as exc:
+        return TaskResult(task=task, status="failed", error=str(exc))
+    try:
+        return runner(task, min_run_time)
+    except HarnessError as exc:
+        return TaskResult(task=task, status="failed", error=str(exc))
+    except Exception as exc:  # a benchmark's own bug must not stop the run
+        tb = "".join(traceback.format_exception(exc))
+        return TaskResult(task=task, status="failed", error=f"{type(exc).__name__}: {exc}\n{tb}")

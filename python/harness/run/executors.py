@@ -1,0 +1,79 @@
+"""Executors: where the tasks of a run execute, in this process or in a pool of worker processes.
+
+``execute`` runs wall-time tasks first and alone (a worker under valgrind
+running beside them would distort their times; counts are immune), then
+instruction-count tasks in workers started for the instruction counter (under
+valgrind for callgrind, possibly kept for the next run). Every result goes to
+``on_result`` as it finishes; Ctrl-C propagates after the workers are killed.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+
+from harness import kinds
+from harness.errors import UsageError
+from harness.measure.counters.base import InstructionCounter
+from harness.measure.counters.kept import open_counter_worker
+from harness.model.result import TaskResult
+from harness.model.task import Task
+from harness.options import COUNTER_ENV, WORKER_START_TIMEOUT, RunOptions
+from harness.run.dispatch import run_task
+from harness.workers.kept import KeptWorker
+from harness.workers.pool import WorkerPool
+
+OnResult = Callable[[TaskResult], None]
+
+
+def check_in_process(options: RunOptions, counter: InstructionCounter | None) -> None:
+    """``--in-process`` cannot count with a counter that needs a worker of its own (valgrind)."""
+    if options.in_process and counter is not None and counter.worker_prefix():
+        raise UsageError(
+            f"--in-process cannot count instructions with {counter.name}: it needs its own worker process "
+            "(under valgrind); drop --in-process, or use --counter perf where the hardware counter is readable"
+        )
+
+
+def run_here(tasks: Sequence[Task], options: RunOptions, counter: InstructionCounter | None,
+             on_result: OnResult) -> None:
+    """Every task in this process, one after another: no crash isolation, no timeouts."""
+    if counter is not None:
+        os.environ[COUNTER_ENV] = counter.name  # what worker_counter() reads in a worker
+    for task in tasks:
+        on_result(run_task(task, options.min_run_time))
+
+
+def _kind_references(tasks: Sequence[Task]) -> dict[str, dict]:
+    refs = {}
+    for kind in {t.kind for t in tasks}:
+        ref = kinds.runner_reference(kind)
+        if ref is not None:
+            refs[kind] = ref
+    return refs
+
+
+def run_in_workers(tasks: Sequence[Task], options: RunOptions, counter: InstructionCounter | None,
+                   on_result: OnResult) -> None:
+    """Wall-time tasks in plain workers, then instruction-count tasks in the counter's workers."""
+    refs = _kind_references(tasks)
+    wall = [t for t in tasks if t.mode != "instructions"]
+    counted = [t for t in tasks if t.mode == "instructions"]
+    if wall:
+        WorkerPool(jobs=options.jobs, timeout=options.timeout, kinds=refs).run(wall, options.min_run_time, on_result)
+    if counted and counter is not None:
+        keep = options.keep_seconds
+        kept: Callable[[int], KeptWorker | None] | None = None
+        if keep is not None:
+            def kept(slot: int, counter: InstructionCounter = counter, keep: float = keep) -> KeptWorker | None:
+                return open_counter_worker(counter, keep, WORKER_START_TIMEOUT, slot)
+
+        WorkerPool(
+            jobs=options.jobs, prefix=counter.worker_prefix(), env=counter.worker_env(),
+            timeout=options.timeout, diagnostics=counter.diagnostics, kept=kept, kinds=refs,
+        ).run(counted, options.min_run_time, on_result)
+
+
+def execute(tasks: Sequence[Task], options: RunOptions, counter: InstructionCounter | None,
+            on_result: OnResult) -> None:
+    (run_here if options.in_process else run_in_workers)(tasks, options, counter, on_result)

@@ -1,0 +1,189 @@
+"""Instruction-count runs of Timer tasks (``mode="instructions"``), inside a counter's worker.
+
+The statement is compiled into the same block as for wall time, but its two
+clock reads become the counter's region markers, so exactly the loop is
+counted (for C++ statements, the native sampler call, whose loop is in C++).
+An empty statement with the same loop (the baseline) is measured once per
+worker and run count and subtracted: a result is the statement's own
+instructions per run.
+
+Parameters (``task.params``, besides the Timer's): ``number`` runs per
+measurement (default 100), ``repeats`` measurements (default 1),
+``baseline`` (default True for Python), ``scope`` (Python: "function", the
+timeit loop, default; "module", torch's unrolled module-level block),
+``detail``: "symbols" (default: top
+functions per run in ``extra["symbols"]``), "total" (counts only) or "full"
+(every function, inclusive and exclusive, for ``CallgrindStats``; with
+``retain_out_file`` also the callgrind file's text).
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Mapping
+from typing import Any
+
+from harness.errors import UsageError
+from harness.measure.callgrind.globals import load_globals
+from harness.measure.callgrind.profile import Profile
+from harness.measure.callgrind.stats import is_noisy, standardize_symbol
+from harness.measure.counters.base import InstructionCounter
+from harness.measure.counters.choice import worker_counter
+from harness.measure.cpp.block import CppBlock
+from harness.measure.language import Language, parse_language
+from harness.measure.python_block import PythonBlock, check_scope
+from harness.measure.threads import torch_threads
+from harness.model.result import TaskResult
+from harness.model.task import Task
+from harness.options import require_positive
+
+DEFAULT_NUMBER = 100
+TOP_SYMBOLS = 30
+DETAILS = ("total", "symbols", "full")
+
+# (counter, language, number, threads, detail) -> baseline profile, per worker.
+_baselines: dict[tuple[Any, ...], Profile] = {}
+
+
+def _positive_int(params: Mapping[str, Any], key: str, default: int) -> int:
+    value = params.get(key)
+    if value is None:
+        return default
+    require_positive(key, value, int)
+    return value
+
+
+def _python_block(
+    params: Mapping[str, Any], stmt: str, counter: InstructionCounter, with_globals: bool, scope: str = "function"
+) -> Any:
+    return PythonBlock(
+        stmt,
+        params.get("setup") or "pass",
+        params.get("global_setup") or "",
+        batch_setup=params.get("batch_setup"),
+        globals=load_globals(params.get("globals")) if with_globals else None,
+        clock_ns=counter.clock(),
+        scope=scope,
+    )
+
+
+def _cpp_block(params: Mapping[str, Any], stmt: str) -> Any:
+    return CppBlock(stmt, params.get("setup") or "", params.get("global_setup") or "", batch_setup=params.get("batch_setup"))
+
+
+def measure_block(
+    block: Any, counter: InstructionCounter, number: int, repeats: int, *, clocked: bool, detail: str,
+    keep_text: bool = False,
+) -> list[Profile]:
+    with block.translate_errors():
+        sampler = block.sampler()
+        return counter.measure(sampler, number, repeats, clocked=clocked, detail=detail != "total", keep_text=keep_text)
+
+
+def run_timer_instructions(task: Task, min_run_time: float) -> TaskResult:
+    """The runner for Timer tasks in instruction mode (called by ``run_timer_task``)."""
+    p = task.params
+    counter = worker_counter()
+    language = parse_language(p.get("language", "python"))
+    number = _positive_int(p, "number", DEFAULT_NUMBER)
+    repeats = _positive_int(p, "repeats", 1)
+    threads = _positive_int(p, "num_threads", 1)
+    detail = p.get("detail") or "symbols"
+    if detail not in DETAILS:
+        raise UsageError(f"detail must be one of {', '.join(DETAILS)}, got {detail!r}")
+    python = language is Language.PYTHON
+    scope = p.get("scope") or "function"
+    check_scope(scope, python, p.get("batch_setup"))
+    want_baseline = bool(p.get("baseline", True)) and python
+
+    with torch_threads(threads):
+        if python:
+            block = _python_block(p, p["stmt"], counter, with_globals=True, scope=scope)
+        else:
+            block = _cpp_block(p, p["stmt"])
+        keep_text = detail == "full" and bool(p.get("retain_out_file"))
+        stmt = measure_block(block, counter, number, repeats, clocked=python, detail=detail, keep_text=keep_text)
+        baseline = None
+        if want_baseline:
+            key = (counter.name, language.name, number, threads, detail, scope)
+            baseline = _baselines.get(key)
+            if baseline is None:
+                empty = _python_block({}, "pass", counter, with_globals=False, scope=scope)
+                baseline = measure_block(empty, counter, number, 1, clocked=True, detail=detail)[0]
+                _baselines[key] = baseline
+    return instruction_result(task, counter, stmt, baseline, number, detail)
+
+
+def count_task(task: Task, sampler: Any, *, clocked: bool, baseline: Any = None) -> TaskResult:
+    """The instruction-mode result of any runner that can build a sampler for its task.
+
+    ``sampler``: a ``harness.sampler`` capsule or ``callable(number)``;
+    ``clocked`` when it is a generated Python block built with the worker
+    counter's ``clock()``. ``baseline``: a sampler of the same shape doing
+    nothing, whose count is subtracted. Reads ``number``, ``repeats`` and
+    ``detail`` from ``task.params``.
+    """
+    p = task.params
+    counter = worker_counter()
+    number = _positive_int(p, "number", DEFAULT_NUMBER)
+    repeats = _positive_int(p, "repeats", 1)
+    detail = p.get("detail") or "symbols"
+    if detail not in DETAILS:
+        raise UsageError(f"detail must be one of {', '.join(DETAILS)}, got {detail!r}")
+    stmt = counter.measure(sampler, number, repeats, clocked=clocked, detail=detail != "total")
+    base = None
+    if baseline is not None:
+        base = counter.measure(baseline, number, 1, clocked=clocked, detail=detail != "total")[0]
+    return instruction_result(task, counter, stmt, base, number, detail)
+
+
+def instruction_result(
+    task: Task,
+    counter: InstructionCounter,
+    stmt: list[Profile],
+    baseline: Profile | None,
+    number: int,
+    detail: str,
+) -> TaskResult:
+    base_total = baseline.total if baseline is not None else 0
+    extra: dict[str, Any] = {
+        "counter": counter.name,
+        "totals": [s.total for s in stmt],
+        "baseline": base_total / number if baseline is not None else None,
+    }
+    if detail != "total" and stmt and stmt[0].exclusive:
+        extra["symbols"] = top_symbols(stmt[0], baseline, number)
+    if detail == "full":
+        extra["callgrind"] = {
+            "stmt": [_profile_json(s) for s in stmt],
+            "baseline": _profile_json(baseline) if baseline is not None else None,
+        }
+    return TaskResult(
+        task=task,
+        status="ok",
+        unit="instructions",
+        samples=[(s.total - base_total) / number for s in stmt],
+        number_per_run=number,
+        extra=extra,
+    )
+
+
+def top_symbols(stmt: Profile, baseline: Profile | None, number: int, n: int = TOP_SYMBOLS) -> dict[str, float]:
+    """{function: instructions per run} of the statement minus the baseline, largest |value| first.
+
+    Names are standardised (build paths and library names stripped) so runs
+    on different machines line up; noisy dictionary lookups are dropped.
+    """
+    delta: collections.Counter[str] = collections.Counter()
+    for fn, c in stmt.exclusive.items():
+        delta[standardize_symbol(fn)] += c
+    if baseline is not None:
+        for fn, c in baseline.exclusive.items():
+            delta[standardize_symbol(fn)] -= c
+    items = [(fn, c / number) for fn, c in delta.items() if c and not is_noisy(fn)]
+    items.sort(key=lambda kv: (-abs(kv[1]), kv[0]))
+    return {fn: round(v, 2) for fn, v in items[:n]}
+
+
+def _profile_json(p: Profile) -> dict[str, Any]:
+    return {"total": p.total, "exclusive": p.exclusive, "inclusive": p.inclusive, "out": p.source}

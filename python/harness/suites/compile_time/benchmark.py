@@ -1,0 +1,142 @@
+"""CompileTimeBenchmark: one compile-time case and its expansion into Tasks.
+
+A case is a keyword-only dataclass: its fields are plain JSON values, so a
+Task can carry them to a worker process, which rebuilds the case from its
+class (by module, else by the file that defines it) and those fields.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+from harness.define.loading import reference_of, resolve_reference
+from harness.errors import UsageError
+from harness.model.task import Task
+
+KIND = "compile_time"
+MODES = ("inference", "training")
+DEVICES = ("cpu", "cuda")
+DEFAULT_ITERATIONS = 5
+# Under callgrind one iteration costs ~50x its native time while consecutive
+# counts agree within ~0.1%, so a cold iteration plus one warm one is enough
+# (see benchmarks/compile_time/noise.py for the measured spreads).
+DEFAULT_CALLGRIND_ITERATIONS = 2
+# Seconds an instruction-count task may take: the largest case needs ~5 min
+# under callgrind on an idle 2-core machine and several times that when
+# the machine is shared.
+INSTRUCTIONS_TIMEOUT = 3600.0
+
+
+@dataclasses.dataclass(kw_only=True)
+class CompileTimeBenchmark:
+    """Base of compile-time cases: ``prepare_once()``, then per iteration ``prepare()`` and a measured ``work()``.
+
+    Subclasses are ``@dataclasses.dataclass(kw_only=True)`` and set
+    ``category`` and ``variant`` (or override ``name()``). ``iterations``
+    counts the first, cold iteration: the reported value is the minimum of
+    the others. ``calls`` is how many times ``work()`` runs the thing being
+    measured; values are reported per call.
+    """
+
+    category: str
+    variant: str = ""
+    backend: str = "eager"
+    device: str = "cpu"
+    mode: str = "inference"
+    dynamic: bool = False
+    iterations: int = DEFAULT_ITERATIONS
+    callgrind_iterations: int = DEFAULT_CALLGRIND_ITERATIONS
+    calls: int = 1
+    timeout: float | None = None  # seconds per task; None: the pool's (wall), INSTRUCTIONS_TIMEOUT (counted)
+
+    def __post_init__(self) -> None:
+        where = f"{type(self).__name__}"
+        if self.mode not in MODES:
+            raise UsageError(f"{where}: mode must be one of {', '.join(MODES)}, got {self.mode!r}")
+        if self.device not in DEVICES:
+            raise UsageError(f"{where}: device must be one of {', '.join(DEVICES)}, got {self.device!r}")
+        for field in ("iterations", "callgrind_iterations"):
+            value = getattr(self, field)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 2:
+                raise UsageError(
+                    f"{where}: {field} must be an int >= 2 (one cold iteration plus at least one measured), "
+                    f"got {value!r}"
+                )
+        if not isinstance(self.calls, int) or isinstance(self.calls, bool) or self.calls < 1:
+            raise UsageError(f"{where}: calls must be a positive int, got {self.calls!r}")
+
+    # -- identity ---------------------------------------------------------------
+    def name(self) -> str:
+        """Stable: ``{category}_{variant}_{backend}[_dynamic][_cuda]``."""
+        parts = [self.category, self.variant, self.backend]
+        if self.dynamic:
+            parts.append("dynamic")
+        if self.device != "cpu":
+            parts.append(self.device)
+        return "_".join(p for p in parts if p)
+
+    def description(self) -> str:
+        return (type(self).__doc__ or "").strip().splitlines()[0] if type(self).__doc__ else ""
+
+    # -- hooks ------------------------------------------------------------------
+    def prepare_once(self) -> None:
+        """Build inputs and modules; runs once, unmeasured."""
+
+    def prepare(self) -> None:
+        """Runs before every measured ``work()``, unmeasured: forget earlier compilations."""
+        import torch
+
+        torch._dynamo.reset()
+
+    def work(self) -> None:
+        """The measured part: compile (and run once)."""
+        raise NotImplementedError(f"{type(self).__name__} must define work()")
+
+    # -- expansion --------------------------------------------------------------
+    def fields(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.init}
+
+    def available(self) -> tuple[bool, str]:
+        """Whether this machine can run the case, and why not."""
+        if self.device == "cuda":
+            import torch
+
+            if not torch.cuda.is_available():
+                return False, "no CUDA device"
+        return True, ""
+
+    def expand(self, suite: str) -> list[Task]:
+        """Two tasks: instructions spent in ``work()`` and its wall time; none when the device is absent."""
+        if not self.available()[0]:
+            return []
+        case = self.name()
+        spec = {"case": case, "source": reference_of(type(self)), "fields": self.fields()}
+        try:
+            json.dumps(spec)
+        except (TypeError, ValueError) as exc:
+            raise UsageError(f"compile-time case {case!r}: its fields must be plain JSON values ({exc})") from None
+        # Each case in a process of its own: what a worker compiled before
+        # shifts a case's instruction count by ~1% (measured), and "cold"
+        # then means the first compile in a fresh process.
+        # "fixed_mode": each task is one half of a pair with settings of its own per
+        # mode; `bench --mode` picks from the pair instead of converting one into the other.
+        params: dict[str, Any] = {**spec, "description": self.description(), "fresh_worker": True, "fixed_mode": True}
+        counted = {**params, "timeout": self.timeout or INSTRUCTIONS_TIMEOUT}
+        timed = {**params, "timeout": self.timeout} if self.timeout else params
+        return [
+            Task(suite=suite, name=f"{case}[instructions]", kind=KIND, params=counted, mode="instructions"),
+            Task(suite=suite, name=f"{case}[wall]", kind=KIND, params=timed, mode="wall"),
+        ]
+
+
+def load_case(spec: dict[str, Any]) -> CompileTimeBenchmark:
+    """Rebuild the case a Task describes (in a worker process)."""
+    cls = resolve_reference(spec["source"], f"compile-time case {spec['case']!r}")
+    case = cls(**spec["fields"])
+    if case.name() != spec["case"]:
+        raise UsageError(
+            f"compile-time case {spec['case']!r} rebuilt as {case.name()!r}: its name must depend only on its fields"
+        )
+    return case

@@ -1,0 +1,76 @@
+"""Runner for ``compile_time`` tasks: rebuild the case, collect it, report its metrics."""
+
+from __future__ import annotations
+
+import contextlib
+import platform
+from collections.abc import Iterator
+from typing import Any
+
+from harness.errors import HarnessError
+from harness.model.result import TaskResult
+from harness.model.task import Task
+from harness.suites.compile_time.benchmark import load_case
+from harness.suites.compile_time.collect import collect, wall_seconds
+
+INSTRUCTIONS = "compile_time_instruction_count"
+SECONDS = "compile_time_s"
+
+
+@contextlib.contextmanager
+def valgrind_compatible_kernels() -> Iterator[None]:
+    """Inductor builds CPU kernels for the host (``-march=native``, AVX-512
+    vectors where the CPU has them); valgrind cannot decode AVX-512 and the
+    worker dies with SIGILL when such a kernel runs. Target AVX2 instead."""
+    if platform.machine() not in ("x86_64", "AMD64"):
+        yield
+        return
+    import torch._inductor.config as inductor_config
+
+    patches: dict[str, Any] = {"cpp.simdlen": 256}
+    if hasattr(inductor_config.cpp, "march"):  # torch >= 2.12
+        patches["cpp.march"] = "x86-64-v3"
+    with inductor_config.patch(patches):
+        yield
+
+
+def run_compile_time_task(task: Task, min_run_time: float) -> TaskResult:
+    """``min_run_time`` does not apply: a case runs its fixed number of iterations."""
+    case = load_case(dict(task.params))
+    extra: dict[str, Any] = {"case": case.name(), "description": case.description()}
+    if task.mode == "instructions":
+        from harness.measure.counters.choice import worker_counter
+
+        counter = worker_counter()
+        callgrind = counter.name == "callgrind"
+        if callgrind and case.device == "cuda":
+            raise HarnessError(
+                f"{case.name()}: CUDA cases cannot be counted under valgrind (the CUDA driver does not run "
+                "under it); use --counter perf, or -k 'not cuda'"
+            )
+        iterations = case.callgrind_iterations if callgrind else case.iterations
+        # Under callgrind the cold iteration is a timed warm-up: counting it costs
+        # about five warm iterations, and its count depends on what the worker
+        # process ran before (imports, caches), so it could not be gated anyway.
+        with valgrind_compatible_kernels() if callgrind else contextlib.nullcontext():
+            result = collect(
+                case, lambda fn: float(counter.count(fn)), iterations, cold_measure=wall_seconds if callgrind else None
+            )
+        unit = "instructions"
+        extra["counter"] = counter.name
+        extra["metrics"] = {INSTRUCTIONS: result.min}
+        if callgrind:
+            extra["cold_unit"] = "s"
+        else:
+            extra["metrics"][f"{INSTRUCTIONS}_cold"] = result.cold
+    else:
+        iterations = case.iterations
+        result = collect(case, wall_seconds, iterations)
+        unit = "s"
+        extra["metrics"] = {
+            SECONDS: result.min,
+            f"{SECONDS}_median": result.median,
+            f"{SECONDS}_cold": result.cold,
+        }
+    extra.update(actual=result.min, cold=result.cold, iterations=iterations, calls=case.calls)
+    return TaskResult(task=task, status="ok", unit=unit, samples=list(result.warm), extra=extra)

@@ -1,0 +1,211 @@
+"""Peak dense bf16 FLOP/s and memory bandwidth of the device a run measures on.
+
+Known GPUs get their datasheet figures (the table below, matched on the
+device name torch reports). CPUs and GPUs not in the table get the machine's
+own peaks, measured once with a large bf16 GEMM and a large copy and cached
+per machine under ``harness.files.cache.cache_dir("peaks")``. ``Peaks.source`` says
+which was used; run records store it.
+
+A measured peak is the best this torch build achieves here, not a datasheet
+ceiling, so utilisation against it can come close to 1; datasheet peaks are
+clock-and-width products that real kernels never quite reach.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+import socket
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from harness.files.atomic import atomic_write_text
+from harness.files.cache import cache_dir
+from harness.options import DEFAULT_MIN_RUN_TIME
+
+
+@dataclasses.dataclass(frozen=True)
+class Peaks:
+    flops_per_s: float  # dense bf16 FLOP/s
+    bytes_per_s: float  # memory bandwidth, bytes/s
+    source: str  # "datasheet", "measured" or "cached"
+    device_name: str
+    detail: str = ""  # the datasheet entry, or how and where it was measured
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class DatasheetEntry:
+    label: str
+    tokens: tuple[str, ...]  # every one must appear among the device name's tokens
+    flops_per_s: float
+    bytes_per_s: float
+    source: str
+
+
+# Dense (no 2:4 sparsity) bf16 tensor-core FLOP/s and HBM/GDDR bandwidth from
+# NVIDIA's product datasheets. Datasheets quote bf16 "with sparsity"; the dense
+# figure is half of it. Order matters: more specific entries come first (an
+# "A100 80GB PCIe" must not match the SXM entry).
+DATASHEET: tuple[DatasheetEntry, ...] = (
+    DatasheetEntry("A100 80GB PCIe", ("a100", "80gb", "pcie"), 312e12, 1935e9, "NVIDIA A100 datasheet"),
+    DatasheetEntry("A100 80GB SXM", ("a100", "80gb"), 312e12, 2039e9, "NVIDIA A100 datasheet"),
+    DatasheetEntry("A100 40GB (SXM or PCIe)", ("a100",), 312e12, 1555e9, "NVIDIA A100 datasheet"),
+    DatasheetEntry("H100 NVL", ("h100", "nvl"), 835e12, 3.9e12, "NVIDIA H100 datasheet (1671 TF sparse / 2)"),
+    DatasheetEntry("H100 PCIe", ("h100", "pcie"), 756e12, 2.0e12, "NVIDIA H100 datasheet (1513 TF sparse / 2)"),
+    DatasheetEntry("H100 SXM", ("h100",), 989e12, 3.35e12, "NVIDIA H100 datasheet (1979 TF sparse / 2)"),
+    DatasheetEntry("H200 NVL", ("h200", "nvl"), 835e12, 4.8e12, "NVIDIA H200 datasheet (1671 TF sparse / 2)"),
+    DatasheetEntry("H200 SXM", ("h200",), 989e12, 4.8e12, "NVIDIA H200 datasheet (1979 TF sparse / 2)"),
+    DatasheetEntry("L4", ("l4",), 121e12, 300e9, "NVIDIA L4 datasheet (242 TF sparse / 2)"),
+    # NVIDIA publishes no A10G datasheet; AWS's G5 documentation and public
+    # A10-vs-A10G comparisons give 600 GB/s and about 70 TF dense bf16 (the
+    # A10 itself: 125 TF).
+    DatasheetEntry("A10G", ("a10g",), 70e12, 600e9, "AWS G5 / A10G spec comparisons"),
+    DatasheetEntry("A10", ("a10",), 125e12, 600e9, "NVIDIA A10 datasheet (250 TF sparse / 2)"),
+)
+
+
+def name_tokens(device_name: str) -> set[str]:
+    """Lower-case alphanumeric words: "NVIDIA A100-SXM4-40GB" -> {"nvidia", "a100", "sxm4", "40gb"}.
+
+    Matching whole tokens, not substrings, keeps "GH200" from matching H200
+    and "L40S" from matching L4.
+    """
+    return set(re.findall(r"[a-z0-9]+", device_name.lower()))
+
+
+def datasheet_entry(device_name: str) -> DatasheetEntry | None:
+    tokens = name_tokens(device_name)
+    for entry in DATASHEET:
+        if all(t in tokens for t in entry.tokens):
+            return entry
+    return None
+
+
+def datasheet_peaks(device_name: str) -> Peaks | None:
+    entry = datasheet_entry(device_name)
+    if entry is None:
+        return None
+    return Peaks(
+        entry.flops_per_s, entry.bytes_per_s, "datasheet", device_name, f"{entry.label}: {entry.source}"
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class MeasureSizes:
+    """How big the peak-finding GEMM and copy are; part of the cache key."""
+
+    gemm_n: int
+    copy_bytes: int
+
+
+# The GEMM must be large enough to reach the compute roof, the copy large
+# enough (several times the last-level cache) to measure DRAM, not cache.
+CPU_SIZES = MeasureSizes(gemm_n=2048, copy_bytes=256 * 2**20)
+GPU_SIZES = MeasureSizes(gemm_n=8192, copy_bytes=2 * 2**30)
+
+
+def _machine_key(device: str, device_name: str, sizes: MeasureSizes) -> dict[str, Any]:
+    import torch
+
+    return {
+        "hostname": socket.gethostname(),
+        "device": device,
+        "device_name": device_name,
+        "torch": torch.__version__,
+        "num_threads": torch.get_num_threads() if device == "cpu" else None,
+        "gemm_n": sizes.gemm_n,
+        "copy_bytes": sizes.copy_bytes,
+    }
+
+
+def cache_path(key: dict[str, Any]) -> Path:
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+    slug = re.sub(r"[^a-z0-9]+", "-", f"{key['device']}-{key['device_name']}".lower()).strip("-")[:60]
+    return cache_dir("peaks") / f"{slug}-{digest}.json"
+
+
+def _gemm_flops_per_s(device: str, n: int, min_run_time: float) -> float:
+    import torch
+
+    from harness.suites.gpt_fast.timing import time_callable
+
+    gen = torch.Generator(device=device).manual_seed(0)
+    a = torch.randn(n, n, device=device, dtype=torch.bfloat16, generator=gen)
+    b = torch.randn(n, n, device=device, dtype=torch.bfloat16, generator=gen)
+    out = torch.empty(n, n, device=device, dtype=torch.bfloat16)
+    timing = time_callable(lambda: torch.mm(a, b, out=out), device=device, min_run_time=min_run_time, l2_flush=False)
+    return 2.0 * n**3 / min(timing.samples_s)
+
+
+def _copy_bytes_per_s(device: str, nbytes: int, min_run_time: float) -> float:
+    import torch
+
+    from harness.suites.gpt_fast.timing import time_callable
+
+    src = torch.ones(nbytes, device=device, dtype=torch.uint8)
+    dst = torch.empty_like(src)
+    timing = time_callable(lambda: dst.copy_(src), device=device, min_run_time=min_run_time, l2_flush=False)
+    # A copy reads every byte once and writes it once.
+    return 2.0 * nbytes / min(timing.samples_s)
+
+
+def measure(device: str, sizes: MeasureSizes, min_run_time: float = DEFAULT_MIN_RUN_TIME) -> tuple[float, float]:
+    """(bf16 FLOP/s of an n x n GEMM, bytes/s of a copy) at their fastest repetition.
+
+    The fastest, not the median: a peak is what the machine can do, and on a
+    shared machine slower repetitions are other processes' noise.
+    """
+    return (
+        _gemm_flops_per_s(device, sizes.gemm_n, min_run_time),
+        _copy_bytes_per_s(device, sizes.copy_bytes, min_run_time),
+    )
+
+
+def measured_peaks(device: str, device_name: str, sizes: MeasureSizes, min_run_time: float = DEFAULT_MIN_RUN_TIME) -> Peaks:
+    """This machine's measured peaks: from the per-machine cache, else measured now and cached."""
+    key = _machine_key(device, device_name, sizes)
+    path = cache_path(key)
+    try:
+        data = json.loads(path.read_text())
+        if data.get("key") == key:
+            return Peaks(
+                float(data["flops_per_s"]), float(data["bytes_per_s"]), "cached", device_name,
+                f"measured {data['measured_at']}, cached in {path}",
+            )
+    except (OSError, ValueError, KeyError, TypeError):
+        pass  # absent or unreadable: measure again
+    flops, bandwidth = measure(device, sizes, min_run_time)
+    measured_at = datetime.now(UTC).isoformat(timespec="seconds")
+    record = {"key": key, "flops_per_s": flops, "bytes_per_s": bandwidth, "measured_at": measured_at}
+    atomic_write_text(path, json.dumps(record, indent=1) + "\n")
+    detail = f"bf16 GEMM n={sizes.gemm_n}, copy of {sizes.copy_bytes} bytes; cached in {path}"
+    return Peaks(flops, bandwidth, "measured", device_name, detail)
+
+
+def device_name(device: str) -> str:
+    """The GPU's name on CUDA, the CPU model on CPU: the ``arch`` column."""
+    if device.startswith("cuda"):
+        import torch
+
+        return torch.cuda.get_device_name(torch.device(device))
+    from harness.records.environment import cpu_model
+
+    return cpu_model()
+
+
+def peaks_for(device: str, sizes: MeasureSizes | None = None, min_run_time: float = DEFAULT_MIN_RUN_TIME) -> Peaks:
+    """Datasheet peaks for a known GPU; otherwise this machine's measured (and cached) peaks."""
+    name = device_name(device)
+    if device.startswith("cuda"):
+        known = datasheet_peaks(name)
+        if known is not None:
+            return known
+    if sizes is None:
+        sizes = GPU_SIZES if device.startswith("cuda") else CPU_SIZES
+    return measured_peaks(device, name, sizes, min_run_time)

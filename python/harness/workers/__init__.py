@@ -1,0 +1,13 @@
+"""Worker processes: starting them, talking to them, pooling and keeping them.
+
+Lives here: ``protocol`` (the JSON-lines requests and answers, what a dead
+worker looks like), ``process`` (WorkerProcess: one worker and its pipes),
+``pool`` (WorkerPool: tasks over N workers with timeouts and crash
+isolation), ``kept`` and ``kept_server`` (a worker that outlives its run,
+client and server side).
+A worker runs ``python -m harness.run.worker``, named here as a string: this
+layer moves tasks and results and never imports what executes them.
+May import: ``harness.model``, ``harness.errors``, ``harness.options``.
+Imported by: ``harness.measure`` (collect_callgrind's worker, kept counting
+workers) and ``harness.run`` (the executors).
+"""

@@ -1,0 +1,319 @@
+"""A worker that outlives the process that started it, so the next run skips start-up.
+
+Opt-in (``HARNESS_KEEP_WORKER=SECONDS``, or ``bench --keep-worker SECONDS``; ``options.keep_worker_seconds``):
+under valgrind a worker's start-up (``import torch`` and the first
+translations) costs ~10 s, the measurement of a small statement ~0.5 s, so a
+script run again and again spends most of its time starting workers.
+
+A kept worker serves one client at a time on a Unix socket in a private
+directory and exits after SECONDS without a client. The directory's name is a
+hash of everything the worker's results depend on (interpreter, harness and
+torch files, the full environment, the working directory, the counter's
+options): a run whose setting differs starts a worker of its own instead of
+borrowing one that would measure something else. A client holds an exclusive
+lock on the directory while it uses the worker; a second concurrent client
+gets a private worker rather than waiting.
+
+Each client's session is a ``fork()`` of the worker as it stood after
+start-up (``workers.kept_server``), so a run never sees what an earlier run
+left behind. Runs that need a process of their own (compile-time cases,
+``fresh_worker`` tasks) never use one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from harness.errors import UsageError
+from harness.model.result import TaskResult
+from harness.model.task import Task
+from harness.options import KEEP_WORKER_ENV
+from harness.workers.process import worker_env
+from harness.workers.protocol import (
+    STDERR_TAIL_BYTES,
+    WORKER_MODULE,
+    WorkerDied,
+    WorkerStartFailed,
+    read_answer,
+    request_line,
+)
+
+# Variables that change from one shell command to the next without changing
+# what a worker measures.
+_VOLATILE_ENV = ("_", "OLDPWD", "PWD", "SHLVL", "PYTEST_CURRENT_TEST", "COLUMNS", "LINES", KEEP_WORKER_ENV)
+_PACKAGE_DIR = Path(__file__).resolve().parents[1]
+
+Diagnostics = Callable[[Path, int], str]
+
+
+def runtime_dir() -> Path:
+    """Private per-user directory for kept workers' sockets (short: a socket path has ~100 bytes)."""
+    base = Path(tempfile.gettempdir())
+    uid = os.getuid()
+    root = base / f"harness-{uid}"
+    if len(str(root)) > 50:
+        root = Path("/tmp") / f"harness-{uid}"
+    root.mkdir(mode=0o700, exist_ok=True)
+    st = root.lstat()
+    if st.st_uid != uid or not os.path.isdir(root) or os.path.islink(root):
+        raise UsageError(f"{root} belongs to another user or is not a directory; remove it or set TMPDIR")
+    if st.st_mode & 0o077:
+        root.chmod(0o700)
+    workers = root / "workers"
+    workers.mkdir(mode=0o700, exist_ok=True)
+    return workers
+
+
+def _fingerprint(paths: Sequence[Path]) -> list[Any]:
+    out = []
+    for p in paths:
+        try:
+            st = p.stat()
+            out.append([str(p), st.st_size, st.st_mtime_ns])
+        except OSError:
+            out.append([str(p), None])
+    return out
+
+
+def worker_key(prefix_options: Sequence[str], env: dict[str, str], slot: int = 0) -> str:
+    """Hash of what a worker's results depend on (see the module docstring)."""
+    pkg = _PACKAGE_DIR
+    files = sorted(pkg.rglob("*.py")) + sorted(pkg.glob("_C*"))
+    torch_spec = None
+    with contextlib.suppress(Exception):
+        import importlib.util
+
+        spec = importlib.util.find_spec("torch")
+        torch_spec = spec.origin if spec else None
+    material = {
+        "python": os.path.realpath(sys.executable),
+        "harness": _fingerprint(files),
+        "torch": _fingerprint([Path(torch_spec)]) if torch_spec else None,
+        "env": {k: v for k, v in sorted(env.items()) if k not in _VOLATILE_ENV},
+        "cwd": os.getcwd(),
+        "options": list(prefix_options),
+        "slot": slot,
+    }
+    return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:20]
+
+
+class _RemoteProcess:
+    """The parts of ``subprocess.Popen`` a pool uses, for a session process that is not our child."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+
+    def poll(self) -> int | None:
+        try:
+            with open(f"/proc/{self.pid}/stat", "rb") as f:
+                state = f.read().rsplit(b")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return -signal.SIGKILL
+        return -signal.SIGKILL if state in (b"Z", b"X") else None
+
+
+class KeptWorker:
+    """A client's hold on a kept worker: same interface as ``WorkerProcess``."""
+
+    def __init__(
+        self, directory: Path, lock_fd: int, sock: socket.socket, pid: int, server_pid: int,
+        popen: subprocess.Popen | None, diagnostics: Diagnostics | None = None,
+    ):
+        self.directory = directory
+        self._diagnostics = diagnostics
+        self._lock_fd = lock_fd
+        self._sock = sock
+        self._file = sock.makefile("rwb")
+        self.proc = _RemoteProcess(pid)  # this client's session (a fork of the kept worker)
+        self.server_pid = server_pid
+        self.reused = popen is None
+        self._server = popen  # set when this client started the worker
+        self._stderr_offset = _size(directory / "stderr.log")
+
+    # -- opening ----------------------------------------------------------------
+    @classmethod
+    def open(
+        cls,
+        prefix: Sequence[str],
+        env: dict[str, str],
+        idle_timeout: float,
+        start_timeout: float,
+        directory: Path,
+        diagnostics: Diagnostics | None = None,
+    ) -> KeptWorker | None:
+        """Connect to the kept worker of ``directory``, starting it if there is none.
+
+        None when another client holds it (the caller starts a private worker).
+        ``directory`` comes from ``worker_key`` and holds the socket, the lock
+        and the worker's stderr; ``prefix`` may point the counter's files there.
+        ``diagnostics(directory, pid)``: what the prefix's tool logged there about a process.
+        """
+        directory.mkdir(mode=0o700, exist_ok=True)
+        lock_fd = os.open(directory / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(lock_fd)
+            return None
+        try:
+            path = directory / "sock"
+            for attempt in range(2):
+                connected = _connect(path, timeout=30.0)
+                if connected is not None:
+                    return cls(directory, lock_fd, *connected, None, diagnostics)
+                if attempt:
+                    break
+                popen = _start_server(prefix, env, directory, idle_timeout)
+                connected = _wait_for_server(path, popen, start_timeout)
+                if isinstance(connected, str):
+                    raise WorkerStartFailed(connected, popen.pid)
+                return cls(directory, lock_fd, *connected, popen, diagnostics)
+            raise WorkerStartFailed(f"the kept worker in {directory} accepted no connection", -1)
+        except BaseException:
+            os.close(lock_fd)
+            raise
+
+    def diagnostics(self, pid: int) -> str:
+        """What the worker's tool logged about process ``pid`` (this worker or a child it forked)."""
+        return self._diagnostics(self.directory, pid) if self._diagnostics is not None else ""
+
+    # -- the Worker interface ---------------------------------------------------
+    def run(self, task: Task, min_run_time: float, timeout: float, kind: dict[str, Any] | None = None) -> TaskResult:
+        self.take_stderr()
+        try:
+            self._file.write(request_line(task, min_run_time, kind))
+            self._file.flush()
+        except OSError:
+            raise WorkerDied(self._death_reason()) from None
+        answer = read_answer(self._sock, self._file.readline, timeout, "task")
+        if answer is None:
+            raise WorkerDied(self._death_reason())
+        return TaskResult.from_json(answer["result"])
+
+    def _death_reason(self) -> str:
+        for _ in range(50):  # the socket closes a moment before the process is gone
+            if self.proc.poll() is not None:
+                return "kept worker died (a crash; its valgrind log is attached when there is one)"
+            time.sleep(0.1)
+        return "kept worker closed the connection"
+
+    def take_stderr(self) -> str:
+        path = self.directory / "stderr.log"
+        try:
+            with open(path, "rb") as f:
+                f.seek(self._stderr_offset)
+                data = f.read()
+        except OSError:
+            return ""
+        self._stderr_offset += len(data)
+        return data.decode("utf-8", "replace")[-STDERR_TAIL_BYTES:]
+
+    def kill(self) -> None:
+        """End this client's session (after a timeout or a crash, or on Ctrl-C); the worker stays."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)  # the session and the repeats it forked
+        deadline = time.monotonic() + 10
+        while self.proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        self._release()
+
+    def close(self) -> None:
+        """Let go of the worker; it stays up for the next client until its idle timeout."""
+        self._release()
+
+    def _release(self) -> None:
+        with contextlib.suppress(OSError):
+            self._file.close()
+        with contextlib.suppress(OSError):
+            self._sock.close()
+        if self._lock_fd >= 0:
+            os.close(self._lock_fd)  # releases the flock
+            self._lock_fd = -1
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _connect(path: Path, timeout: float) -> tuple[socket.socket, int, int] | None:
+    """A connection to a live server, its session's pid and the server's, or None (no server,
+    or a stale socket file)."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(str(path))
+        sock.settimeout(timeout)
+        hello = b""
+        while not hello.endswith(b"\n"):
+            chunk = sock.recv(1)
+            if not chunk:
+                raise ConnectionError("closed")
+            hello += chunk
+        sock.settimeout(None)
+        answer = json.loads(hello)
+        return sock, int(answer["ready"]), int(answer["server"])
+    except (OSError, ValueError, KeyError):
+        sock.close()
+        return None
+
+
+def _start_server(prefix: Sequence[str], env: dict[str, str], directory: Path, idle_timeout: float) -> subprocess.Popen:
+    _remove_stale_files(directory)
+    full_env = worker_env(env)
+    with open(directory / "stderr.log", "wb") as err:
+        return subprocess.Popen(
+            [*prefix, sys.executable, "-m", WORKER_MODULE, "--listen", str(directory / "sock"),
+             "--idle-timeout", repr(idle_timeout)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            env=full_env,
+            cwd=os.getcwd(),
+            start_new_session=True,  # not in our process group: Ctrl-C in this terminal is not for it
+        )
+
+
+def _wait_for_server(path: Path, popen: subprocess.Popen, start_timeout: float) -> tuple[socket.socket, int, int] | str:
+    deadline = time.monotonic() + start_timeout
+    while time.monotonic() < deadline:
+        code = popen.poll()
+        if code is not None:
+            err = (path.parent / "stderr.log").read_text(errors="replace")[-4000:]
+            return f"the kept worker exited with status {code} while starting\n{err}".strip()
+        if path.exists():
+            connected = _connect(path, timeout=30.0)
+            if connected is not None:
+                return connected
+        time.sleep(0.05)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(popen.pid, signal.SIGKILL)
+    popen.wait()
+    return f"the kept worker did not answer within {start_timeout:g} s"
+
+
+def _remove_stale_files(directory: Path) -> None:
+    """What earlier workers of this directory left (their final callgrind dump, logs, the socket).
+
+    Called under the lock with no server answering, so none of it is in use.
+    """
+    for p in directory.iterdir():
+        if p.name != "lock":
+            with contextlib.suppress(OSError):
+                p.unlink()
+
+

@@ -1,0 +1,91 @@
+"""The server side of a kept worker: one client at a time on a Unix socket, each in a fork.
+
+The worker process (``harness.run.worker --listen``) calls ``serve_socket``
+with the function that answers a request line; this module knows nothing of
+what is measured.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def serve_socket(path: str, idle_timeout: float, handle: Any, session_ended: Any = None) -> int:
+    """Serve one client at a time on ``path``, each in a fork of this process; exit after
+    ``idle_timeout`` s without one.
+
+    Each client gets a fresh ``fork()`` of the server as it stood after start-up
+    (torch imported, nothing measured): every run starts from the same state,
+    so counts do not drift with the history of earlier runs, and a client's
+    crash or timeout ends only its session. ``handle(line) -> dict | None``:
+    the answer to one request line (None: end the session).
+    ``session_ended(pid, status)``: called in the server after each session.
+    """
+    sock_path = Path(path)
+    with contextlib.suppress(FileNotFoundError):
+        sock_path.unlink()
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old_umask = os.umask(0o177)  # the socket is the owner's alone
+    try:
+        server.bind(path)
+    finally:
+        os.umask(old_umask)
+    bound_inode = sock_path.stat().st_ino
+    server.listen(4)
+    server.settimeout(idle_timeout)
+    try:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except TimeoutError:
+                return 0
+            pid = os.fork()
+            if pid == 0:  # pragma: no cover - the session, in the child
+                server.close()
+                os.setpgid(0, 0)  # a group of its own: a client's kill ends it, not the server
+                _serve_session(conn, handle)
+            conn.close()
+            _, status = os.waitpid(pid, 0)
+            if session_ended is not None:
+                session_ended(pid, status)
+    finally:
+        with contextlib.suppress(OSError):
+            server.close()
+        # Only our own socket file: a successor may already have bound a new one.
+        with contextlib.suppress(OSError):
+            if sock_path.stat().st_ino == bound_inode:
+                sock_path.unlink()
+
+
+def _serve_session(conn: socket.socket, handle: Any) -> None:
+    code = 0
+    try:
+        conn.settimeout(None)
+        with conn, conn.makefile("rwb") as f:
+            f.write((json.dumps({"ready": os.getpid(), "server": os.getppid()}) + "\n").encode())
+            f.flush()
+            for line in f:
+                if not line.strip():
+                    continue
+                answer = handle(line)
+                if answer is None:
+                    break
+                f.write((json.dumps(answer) + "\n").encode())
+                f.flush()
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # the client went away mid-task
+    except BaseException:  # noqa: BLE001 - reported on stderr, which the client reads
+        import traceback
+
+        traceback.print_exc()
+        code = 1
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)  # not the server's clean-up: it is still running

@@ -1,0 +1,151 @@
+"""WorkerProcess: one worker process (``python -m harness.run.worker``) and its pipes.
+
+Requests go in on the process's stdin, answers come back on a pipe of their
+own (user statements may print to stdout, which the worker points at its
+stderr); the last bytes of stderr are kept for the report of a failed task.
+The process gets a session of its own, so Ctrl-C in the terminal is the
+harness's to handle, and ``kill()`` takes down everything it started.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from harness.model.result import TaskResult
+from harness.model.task import Task
+from harness.options import WORKER_START_TIMEOUT
+from harness.workers.protocol import (
+    EXIT_LINE,
+    STDERR_TAIL_BYTES,
+    WORKER_MODULE,
+    WorkerDied,
+    WorkerStartFailed,
+    read_answer,
+    request_line,
+    with_stderr,
+)
+
+# The directory holding the harness package: workers must import this same
+# harness, installed or from a source checkout.
+PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
+
+
+def worker_env(env: dict[str, str] | None = None) -> dict[str, str]:
+    """This process's environment, with ``env`` on top and harness importable."""
+    full_env = dict(os.environ)
+    full_env["PYTHONPATH"] = os.pathsep.join(filter(None, [PACKAGE_PARENT, full_env.get("PYTHONPATH")]))
+    full_env.update(env or {})
+    return full_env
+
+
+class WorkerProcess:
+    """One worker process and its pipes."""
+
+    def __init__(
+        self,
+        prefix: Sequence[str] = (),
+        env: dict[str, str] | None = None,
+        start_timeout: float = WORKER_START_TIMEOUT,
+        on_spawn: Callable[[WorkerProcess], None] | None = None,
+    ):
+        """``on_spawn(worker)`` is called as soon as the process exists, before it is ready,
+        so an owner can kill a worker that is still starting (under valgrind, ~10 s)."""
+        read_fd, write_fd = os.pipe()
+        full_env = worker_env(env)
+        self.proc = subprocess.Popen(
+            [*prefix, sys.executable, "-m", WORKER_MODULE, "--result-fd", str(write_fd)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            pass_fds=(write_fd,),
+            env=full_env,
+            start_new_session=True,  # its own process group: Ctrl-C is ours to handle
+        )
+        os.close(write_fd)
+        self._results = os.fdopen(read_fd, "r", encoding="utf-8")
+        self._stderr: collections.deque[bytes] = collections.deque()
+        self._stderr_lock = threading.Lock()
+        self._stderr_thread = threading.Thread(target=self._drain_stderr, daemon=True)
+        self._stderr_thread.start()
+        try:
+            if on_spawn is not None:
+                on_spawn(self)
+            self._receive(start_timeout, what="start")
+        except (TimeoutError, WorkerDied) as exc:
+            reason = f"no answer in {start_timeout:g} s" if isinstance(exc, TimeoutError) else str(exc)
+            self.kill()
+            raise WorkerStartFailed(with_stderr(reason, self.take_stderr()), self.proc.pid) from None
+        except BaseException:  # Ctrl-C while it starts: nobody else knows this process yet
+            self.kill()
+            raise
+
+    def _drain_stderr(self) -> None:
+        assert self.proc.stderr is not None
+        for chunk in iter(lambda: self.proc.stderr.read1(4096), b""):  # type: ignore[union-attr]
+            with self._stderr_lock:
+                self._stderr.append(chunk)
+                while sum(map(len, self._stderr)) > STDERR_TAIL_BYTES and len(self._stderr) > 1:
+                    self._stderr.popleft()
+
+    def take_stderr(self) -> str:
+        with self._stderr_lock:
+            data = b"".join(self._stderr)
+            self._stderr.clear()
+        return data.decode("utf-8", "replace")[-STDERR_TAIL_BYTES:]
+
+    def _receive(self, timeout: float, what: str) -> dict:
+        answer = read_answer(self._results, self._results.readline, timeout, what)
+        if answer is None:
+            raise WorkerDied(self._death_reason())
+        return answer
+
+    def _death_reason(self) -> str:
+        try:
+            code = self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            return "worker closed its result pipe but did not exit"
+        if code < 0:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = f"signal {-code}"
+            return f"worker crashed with {name}"
+        return f"worker exited with status {code}"
+
+    def run(self, task: Task, min_run_time: float, timeout: float, kind: dict[str, Any] | None = None) -> TaskResult:
+        assert self.proc.stdin is not None
+        self.take_stderr()
+        try:
+            self.proc.stdin.write(request_line(task, min_run_time, kind))
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            raise WorkerDied(self._death_reason()) from None
+        return TaskResult.from_json(self._receive(timeout, what="task")["result"])
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.proc.wait()
+        self._results.close()
+        self._stderr_thread.join(timeout=2)  # so take_stderr() sees the dying words
+
+    def close(self) -> None:
+        if self.proc.poll() is None and self.proc.stdin is not None:
+            try:
+                self.proc.stdin.write(EXIT_LINE)
+                self.proc.stdin.close()
+                self.proc.wait(timeout=30)
+            except (BrokenPipeError, subprocess.TimeoutExpired):
+                pass
+        self.kill()
