@@ -172,7 +172,11 @@ def read_results(path: str | Path) -> dict[Key, float]:
     if p.suffix == ".json" or text.lstrip().startswith("{"):
         from harness.records.store import load
 
-        rows = [(name, metric, value, 0) for name, metric, value in metric_rows(load(p).results)]
+        record = load(p)
+        if not record.results:
+            raise UsageError(f"{p}: its run has no results (stopped before any finished?), so there is "
+                             "nothing to check; give a run with results")
+        rows = [(name, metric, value, 0) for name, metric, value in metric_rows(record.results)]
     else:
         rows = _metric_csv_rows(text, p)
     out: dict[Key, float] = {}
