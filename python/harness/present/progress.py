@@ -70,6 +70,7 @@ class RunProgress:
             if event.message == "run record":
                 verb = "appended to" if event.appended else "written to"
                 note = f" ({event.note})" if event.note else ""
-                self.console.print(f"run record {verb} {event.path}{note}", highlight=False, markup=False)
+                self.console.print(f"run record {verb} {event.path}{note}", highlight=False, markup=False,
+                                   soft_wrap=True)
             else:
                 self.console.print(f"written {event.path}", highlight=False, markup=False)

@@ -86,7 +86,8 @@ def write_record(record: RunRecord, path: str | os.PathLike[str]) -> Saved:
                     note = f"interrupted, so stored beside {p.name} instead of replacing its complete run"
                 elif old.run_id != record.run_id:
                     started = old.environment.get("start_time")
-                    note = f"replaced run {old.run_id or '(no id)'}" + (f" started {started}" if started else "")
+                    note = (f"run {record.run_id} replaced run {old.run_id or '(no id)'}"
+                            + (f" started {started}" if started else ""))
             appended = fmt.write(record, target)
             return Saved(target, appended, note)
     except OSError as exc:
