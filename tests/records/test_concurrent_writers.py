@@ -51,7 +51,7 @@ def test_eight_concurrent_cli_runs(tiny_suite: Path, tmp_path: Path, suffix: str
     procs = [subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for _ in range(8)]
     outs = [p.communicate(timeout=300) for p in procs]
-    for p, (out, err) in zip(procs, outs, strict=True):
+    for p, (_, err) in zip(procs, outs, strict=True):
         assert p.returncode == 0, err
     runs = load_runs(output)
     for run in runs:
