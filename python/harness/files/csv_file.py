@@ -85,7 +85,7 @@ def parse_csv(
             missing = [c for c in required if c not in header]
             if missing:
                 raise UsageError(
-                    f"{p}:1: CSV header lacks column(s) {', '.join(missing)}; "
+                    f"{p}:1: CSV header lacks column(s) {', '.join(missing)} (line 1 is: {','.join(header)[:80]}); "
                     + (hint or f"expected at least: {', '.join(required)}")
                 )
             rows: list[tuple[int, dict[str, str]]] = []

@@ -23,6 +23,7 @@ from pathlib import Path
 from harness.errors import UsageError
 from harness.files.atomic import atomic_open
 from harness.records.metrics import METRIC_COLUMNS, format_number, metric_rows
+from harness.records.formats.csv_format import COLUMNS as RECORD_COLUMNS
 
 EXPECTED_COLUMNS = ("name", "metric", "expected", "noise_margin")
 # A row is rewritten by --update only when it moved by more than this share of its margin.
@@ -169,7 +170,8 @@ def read_results(path: str | Path) -> dict[Key, float]:
         raise UsageError(f"{p}: no such results file; produce one with `python -m harness bench ... --output`") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"{p}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
-    if p.suffix == ".json" or text.lstrip().startswith("{"):
+    # Run records in any format go through the records' reader (and its version rules); the rest is a metric CSV.
+    if p.suffix in (".json", ".jsonl") or text.lstrip().startswith("{") or text.startswith(",".join(RECORD_COLUMNS)):
         from harness.records.store import load
 
         record = load(p)
