@@ -22,8 +22,8 @@ from pathlib import Path
 
 from harness.errors import UsageError
 from harness.files.atomic import atomic_open
-from harness.records.metrics import METRIC_COLUMNS, format_number, metric_rows
 from harness.records.formats.csv_format import COLUMNS as RECORD_COLUMNS
+from harness.records.metrics import METRIC_COLUMNS, format_number, metric_rows
 
 EXPECTED_COLUMNS = ("name", "metric", "expected", "noise_margin")
 # A row is rewritten by --update only when it moved by more than this share of its margin.
