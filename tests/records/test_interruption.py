@@ -184,3 +184,21 @@ def test_sigkill_keeps_earlier_runs(gated_suite: Path, tmp_path: Path, moment: s
     leftovers = [p.name for p in tmp_path.iterdir() if p.suffix not in (".json", ".jsonl", ".csv", ".lock")
                  and p.name != "benchmarks"]
     assert leftovers == []
+
+
+@pytest.mark.parametrize("suffix", [".json", ".jsonl", ".csv"])
+def test_compare_and_report_show_the_interrupted_mark(cli, tmp_path: Path, suffix: str):
+    base = tmp_path / f"base{suffix}"
+    save(full_run(run_id="base"), base)
+    cut = full_run(run_id="cut")
+    cut.environment["interrupted"] = {"signal": "SIGTERM", "finished": len(cut.results), "total": 9}
+    new = tmp_path / f"new{suffix}"
+    save(cut, new)
+    assert load_runs(new)[-1].interrupted == cut.environment["interrupted"]  # survives the format
+    r = cli("compare", str(base), str(new))
+    assert r.returncode == 0, r.stderr
+    assert f"interrupted (SIGTERM) after {len(cut.results)} of 9 results" in " ".join(r.stdout.split())
+    r = cli("report", str(base), str(new), "-o", str(tmp_path / "r.html"))
+    assert r.returncode == 0, r.stderr
+    html = (tmp_path / "r.html").read_text()
+    assert f"interrupted (SIGTERM) after {len(cut.results)} of 9 results" in html and "(interrupted)" in html
