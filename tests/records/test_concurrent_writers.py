@@ -10,15 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from conftest import TINY_SUITE, suite_root
 from harness.records.store import load_runs
 
 REPO = Path(__file__).resolve().parents[2]
 
-SUITE = """
-import harness
-suite = harness.Suite(description="one tiny statement")
-suite.timer("tiny", "pass", min_run_time=0.01)
-"""
 
 # One process of the Python API test: N appends of a run with a unique id.
 APPENDER = textwrap.dedent("""
@@ -37,10 +33,7 @@ APPENDER = textwrap.dedent("""
 
 @pytest.fixture
 def tiny_suite(tmp_path: Path) -> Path:
-    root = tmp_path / "benchmarks"
-    root.mkdir()
-    (root / "bench_tiny.py").write_text(SUITE)
-    return root
+    return suite_root(tmp_path, "tiny", TINY_SUITE)
 
 
 @pytest.mark.parametrize("suffix", [".json", ".jsonl", ".csv"])
@@ -55,7 +48,7 @@ def test_eight_concurrent_cli_runs(tiny_suite: Path, tmp_path: Path, suffix: str
         assert p.returncode == 0, err
     runs = load_runs(output)
     for run in runs:
-        assert [r.task.name for r in run.results] == ["tiny"] and run.results[0].ok
+        assert [r.task.name for r in run.results] == ["noop"] and run.results[0].ok
     if suffix != ".json":
         assert len(runs) == 8 and len({r.run_id for r in runs}) == 8
         return

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import TINY_SUITE, suite_root
 from harness.files.lock import lock_path
 from harness.model.record import RunRecord
 from harness.records import save
@@ -19,9 +20,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.mark.parametrize("suffix", [".json", ".jsonl", ".csv"])
 def test_file_size_limit_keeps_the_earlier_file(tmp_path: Path, suffix: str):
-    root = tmp_path / "benchmarks"
-    root.mkdir()
-    (root / "bench_quick.py").write_text("import harness\nsuite = harness.Suite()\nsuite.timer('noop', 'pass')\n")
+    root = suite_root(tmp_path, "quick", TINY_SUITE)
     out = tmp_path / "out"
     out.mkdir()
     output = out / f"runs{suffix}"

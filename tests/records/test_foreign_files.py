@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import TINY_SUITE, suite_root
 from harness.records import save
 from synthetic_runs import full_run
 
@@ -32,10 +33,7 @@ FOREIGN = {".json": "hello, world\n", ".jsonl": '{"event": "login", "user": "x"}
 
 @pytest.fixture
 def quick_suite(tmp_path: Path) -> Path:
-    root = tmp_path / "benchmarks"
-    root.mkdir()
-    (root / "bench_quick.py").write_text("import harness\nsuite = harness.Suite()\nsuite.timer('noop', 'pass')\n")
-    return root
+    return suite_root(tmp_path, "quick", TINY_SUITE)
 
 
 @pytest.mark.parametrize("suffix", [".json", ".jsonl", ".csv"])

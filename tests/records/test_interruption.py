@@ -14,12 +14,12 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
 import pytest
 
+from conftest import suite_root
 from harness.files.lock import lock_path
 from harness.records import save
 from harness.records.store import load_runs
@@ -66,10 +66,7 @@ MOMENTS = ("before_first_result", "between_results", "during_write")
 
 @pytest.fixture
 def gated_suite(tmp_path: Path) -> Path:
-    root = tmp_path / "benchmarks"
-    (root / "gated").mkdir(parents=True)
-    (root / "gated" / "suite.py").write_text(textwrap.dedent(SUITE))
-    return root
+    return suite_root(tmp_path, "gated", SUITE)
 
 
 def _wait_for(what: str, condition, proc: subprocess.Popen, timeout: float = 120) -> None:
