@@ -45,7 +45,8 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--only", action="append", metavar="NAME", help="only the benchmark named NAME (repeatable)")
     bench.add_argument(
         "--output", "-o",
-        help="write the run record to FILE: .json (one run, replaced), .jsonl or .csv (runs appended); "
+        help="write the run record to FILE: .json (one run, replaced; an interrupted run goes beside it), "
+        ".jsonl or .csv (runs appended); "
         "gpt_fast alone with .csv: its own CSV + .jsonl + .run.json",
     )
     bench.add_argument(
