@@ -41,7 +41,7 @@ from typing import Any
 
 from harness.errors import StatementError
 from harness.files.atomic import atomic_write_text
-from harness.files.cache import ensure_private_dir
+from harness.files.cache import ensure_private_dir, truncated_library
 from harness.measure.cpp import balance
 from harness.measure.cpp.codegen import generate_sources
 from harness.measure.cpp.diagnostics import (
@@ -161,15 +161,16 @@ def _mark_complete(so: Path) -> None:
 def _damage(so: Path) -> str | None:
     """Why the cached module ``so`` cannot be trusted (a full disk, a killed copy), or None.
 
-    Modules built before completion markers existed have none; they are trusted
-    until importing them fails.
+    Modules built before completion markers existed have none; they are
+    checked for truncation (``files.cache.truncated_library``) and trusted
+    unless importing them fails.
     """
     if so in _INTACT:
         return None
     try:
         mark = json.loads((so.parent / COMPLETE).read_text())
     except FileNotFoundError:
-        return None
+        return truncated_library(so)
     except (OSError, ValueError):
         return "its completion marker is unreadable"
     size = so.stat().st_size
