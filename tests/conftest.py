@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -17,6 +18,18 @@ REPO = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="session")
 def repo() -> Path:
     return REPO
+
+
+# One Python statement: the cheapest suite `bench` can run (tests of where results go).
+TINY_SUITE = "import harness\nsuite = harness.Suite()\nsuite.timer('noop', 'pass')\n"
+
+
+def suite_root(tmp_path: Path, name: str, source: str) -> Path:
+    """A benchmarks/ folder in ``tmp_path`` holding one suite file, ``name/suite.py``; its path for --path."""
+    root = tmp_path / "benchmarks"
+    (root / name).mkdir(parents=True)
+    (root / name / "suite.py").write_text(textwrap.dedent(source))
+    return root
 
 
 def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 600):

@@ -49,7 +49,8 @@ def test_invalid_arguments_raise_value_error():
 
 
 def test_jit_build_fallback(repo: Path, tmp_path: Path):
-    """A source checkout without a built _C compiles the core into the cache once, then reuses it."""
+    """A source checkout without a built _C compiles the core into the cache once, then reuses it;
+    a damaged build is rebuilt."""
     site_dirs = [p for p in sys.path if p.endswith("-packages")]
     pythonpath = os.pathsep.join([str(repo / "python"), *site_dirs])
     env = dict(os.environ, HARNESS_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=pythonpath)
@@ -64,3 +65,11 @@ def test_jit_build_fallback(repo: Path, tmp_path: Path):
     assert second.returncode == 0, second.stderr
     assert "building" not in second.stderr
     assert (tmp_path / "cache").stat().st_mode & 0o777 == 0o700
+    # A build truncated by a full disk or a killed copy is detected and rebuilt.
+    (so,) = (tmp_path / "cache").glob("core/*/_C*.so")
+    with open(so, "r+b") as f:
+        f.truncate(so.stat().st_size // 2)
+    third = subprocess.run([sys.executable, "-S", "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    assert third.returncode == 0, third.stderr
+    assert f"the cached C++ core {so} is damaged" in third.stderr and "building the C++ core" in third.stderr
+    assert "True" in third.stdout

@@ -51,7 +51,7 @@ class Event:
     """Progress of a run. ``kind``: "status" (a preparation step), "warning", "start" (``total``
     tasks about to run), "result" (``result``, the ``done``-th of ``total``), "written" (``path``;
     ``message`` "run record" for the record itself, ``appended`` when it was added to runs already
-    in the file; else a file of the kind's own layout)."""
+    in the file, ``note`` e.g. which run it replaced; else a file of the kind's own layout)."""
 
     kind: str
     message: str = ""
@@ -60,6 +60,7 @@ class Event:
     total: int = 0
     path: str = ""
     appended: bool = False
+    note: str = ""  # for "written": what else the reader should know (stored beside, run replaced)
 
 
 OnEvent = Callable[[Event], None]
@@ -126,9 +127,20 @@ class Run:
             for path in self._writer(output, record):
                 on_event(Event("written", path=str(path)))
         else:
-            appended = store.save(record, output)
-            on_event(Event("written", "run record", path=output, appended=appended))
+            saved = store.write_record(record, output)
+            on_event(Event("written", "run record", path=str(saved.path), appended=saved.appended, note=saved.note))
         return record
+
+    def write_interrupted(self, cause: KeyboardInterrupt, total: int, on_event: OnEvent = _ignore) -> RunRecord:
+        """Mark the run interrupted and write what finished; a run with nothing finished writes nothing."""
+        self.environment["interrupted"] = {
+            "signal": "SIGTERM" if isinstance(cause, Terminated) else "SIGINT",
+            "finished": len(self.results),
+            "total": total,
+        }
+        if not self.results:
+            return self.record()
+        return self.write(on_event)
 
 
 def run_tasks(tasks: Sequence[Task], options: RunOptions | None = None, on_event: OnEvent | None = None,
@@ -168,12 +180,16 @@ def run_tasks(tasks: Sequence[Task], options: RunOptions | None = None, on_event
         try:
             execute(tasks, options, counter, done)
         except KeyboardInterrupt as exc:
-            record = run.write(emit)
-            raise RunInterrupted(record, len(tasks), exc) from None
+            raise RunInterrupted(run.write_interrupted(exc, len(tasks), emit), len(tasks), exc) from None
     finally:
         if counter is not None:
             counter.close()  # its temporary files, also on Ctrl-C
-    return run.write(emit)
+    try:
+        return run.write(emit)
+    except KeyboardInterrupt as exc:
+        # While waiting for another writer's lock, or just after our write (the
+        # signal is deferred until the file is replaced; saving again is then a no-op).
+        raise RunInterrupted(run.write_interrupted(exc, len(tasks), emit), len(tasks), exc) from None
 
 
 def _prepare(tasks: Sequence[Task], emit: OnEvent) -> None:

@@ -45,7 +45,8 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--only", action="append", metavar="NAME", help="only the benchmark named NAME (repeatable)")
     bench.add_argument(
         "--output", "-o",
-        help="write the run record to FILE: .json (one run, replaced), .jsonl or .csv (runs appended); "
+        help="write the run record to FILE: .json (one run, replaced; an interrupted run goes beside it), "
+        ".jsonl or .csv (runs appended); "
         "gpt_fast alone with .csv: its own CSV + .jsonl + .run.json",
     )
     bench.add_argument(
@@ -178,7 +179,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
     progress.print_written()
     if interrupted is not None:
         what = "terminated" if interrupted.terminated else "interrupted"
-        console.print(f"harness: {what}; kept {len(record.results)} of {interrupted.total} results")
+        if record.results:
+            console.print(f"harness: {what}; kept {len(record.results)} of {interrupted.total} results, "
+                          "stored as a run marked interrupted")
+        else:
+            console.print(f"harness: {what} before any result finished; nothing written")
         return interrupted.exit_code
     return 1 if failed else 0
 
@@ -272,6 +277,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
         runs = load_runs(path)
         if len(runs) > 1:
             console.print(f"{escape(path)} holds {len(runs)} runs; comparing its last", highlight=False)
+        if not runs[-1].results:
+            raise UsageError(
+                f"{path}: its {'last ' if len(runs) > 1 else ''}run has no results (stopped before any "
+                "finished?), so there is nothing to compare; give a run with results"
+            )
+        if runs[-1].interrupted:
+            console.print(f"{escape(path)}: {runs[-1].describe_interruption()}; benchmarks it did not reach "
+                          "show as removed or added", highlight=False)
         records.append(runs[-1])
     thresholds = Thresholds(args.alpha, args.min_effect / 100, args.noise_margin / 100)
     comparison = compare_runs(records[0], records[1], thresholds)

@@ -12,13 +12,14 @@ import hashlib
 import importlib.machinery
 import importlib.util
 import os
+import shutil
 import sys
 import sysconfig
 from pathlib import Path
 from types import ModuleType
 
 from harness.errors import BuildError
-from harness.files.cache import cache_dir
+from harness.files.cache import cache_dir, truncated_library
 
 _REPO_ROOT = Path(__file__).resolve().parents[2]
 CSRC = _REPO_ROOT / "csrc"
@@ -63,7 +64,16 @@ def jit_build() -> ModuleType:
     build_dir.mkdir(exist_ok=True, mode=0o700)
     built = sorted(build_dir.glob("_C*.so"))
     if built:
-        return _import_from(built[0])
+        why = truncated_library(built[0])
+        if why is None:
+            try:
+                return _import_from(built[0])
+            except ImportError as exc:
+                why = str(exc)
+        # Cut short by a full disk or a killed build: build it again.
+        print(f"harness: the cached C++ core {built[0]} is damaged ({why}); rebuilding it", file=sys.stderr)
+        shutil.rmtree(build_dir, ignore_errors=True)
+        build_dir.mkdir(mode=0o700)
     print(f"harness: building the C++ core into {build_dir} (once; later runs reuse it)", file=sys.stderr)
     from torch.utils import cpp_extension
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness.files.atomic import atomic_open
+from harness.files.lock import lock_path
 from harness.records import save
 from harness.records.store import load
 from synthetic_runs import full_run
@@ -55,7 +56,7 @@ def _partial_write_fd(pid: int, directory: Path, target: Path) -> int | None:
             link = os.readlink(entry)
         except OSError:
             continue
-        if link.startswith(str(directory) + "/") and link != str(target):
+        if link.startswith(str(directory) + "/") and link not in (str(target), str(lock_path(target))):
             try:
                 return entry.stat().st_size
             except OSError:
@@ -86,7 +87,8 @@ def test_sigkill_mid_write_keeps_old_file_and_leaves_no_temporary(tmp_path: Path
         proc.wait()
     assert proc.returncode == -signal.SIGKILL
     assert target.read_bytes() == before
-    assert sorted(p.name for p in tmp_path.iterdir()) == [target.name]
+    # Only the file and its writers' lock (which is kept: see files/lock.py).
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([target.name, lock_path(target).name])
     assert load(target).to_json() == full_run().to_json()
 
 

@@ -190,7 +190,7 @@ def test_malformed_results_and_missing_files(tmp_path, expected, capsys):
 
     record = _write(tmp_path / "r.json", json.dumps({"schema": "something-else"}))
     code, _, err = _check(capsys, record, "--expected", expected)
-    assert code == 2 and "not a harness run record" in err
+    assert code == 2 and "line 1 is not a harness record" in err
 
 
 def test_update_creates_a_new_file_for_the_named_metric(tmp_path, capsys):

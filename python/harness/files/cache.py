@@ -48,3 +48,27 @@ def clear_cache() -> None:
     root = cache_root()
     shutil.rmtree(root)
     ensure_private_dir(root)
+
+
+def truncated_library(path: Path) -> str | None:
+    """Why the shared library ``path`` is visibly cut short, or None.
+
+    Loading a truncated ``.so`` fails with "file too short" when the cut is in
+    its headers but dies of SIGBUS when it is further on (the loader maps pages
+    past the end of the file), so cached libraries are checked before loading.
+    The linker puts the section header table last: a file ending before the
+    end of that table was cut.
+    """
+    try:
+        with open(path, "rb") as f:
+            head = f.read(64)
+        size = path.stat().st_size
+    except OSError as exc:
+        return f"unreadable: {exc.strerror or exc}"
+    if len(head) < 64 or head[:4] != b"\x7fELF" or head[4] != 2 or head[5] != 1:
+        return f"not a complete 64-bit ELF file ({size} bytes)"
+    shoff = int.from_bytes(head[0x28:0x30], "little")
+    end = shoff + int.from_bytes(head[0x3A:0x3C], "little") * int.from_bytes(head[0x3C:0x3E], "little")
+    if size < end:
+        return f"{size} bytes where its headers say {end}"
+    return None

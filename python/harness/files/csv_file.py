@@ -3,7 +3,8 @@
 Suites with their own CSV layout (gpt-fast, compile time) write it with
 ``append_csv(path, header, rows)`` from the same TaskResults that go into the
 run record. Appending rewrites the whole file through a temporary file, so an
-interrupted run never loses the rows already there.
+interrupted run never loses the rows already there; appends hold the file's
+writers' lock (``files.lock``), so concurrent appenders keep every row.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 
 from harness.errors import UsageError
 from harness.files.atomic import atomic_open
+from harness.files.lock import locked
 
 Row = Sequence[Any] | Mapping[str, Any]
 
@@ -83,7 +85,7 @@ def parse_csv(
             missing = [c for c in required if c not in header]
             if missing:
                 raise UsageError(
-                    f"{p}:1: CSV header lacks column(s) {', '.join(missing)}; "
+                    f"{p}:1: CSV header lacks column(s) {', '.join(missing)} (line 1 is: {','.join(header)[:80]}); "
                     + (hint or f"expected at least: {', '.join(required)}")
                 )
             rows: list[tuple[int, dict[str, str]]] = []
@@ -142,10 +144,12 @@ def append_csv(path: str | os.PathLike[str], header: Sequence[str], rows: Iterab
     """
     p = Path(path)
     cells = [_cells(r, header, p) for r in rows]
-    earlier = _existing(p, header)
-    with atomic_open(p, "w", encoding="utf-8") as f:
-        writer = csv.writer(f, lineterminator="\n")
-        writer.writerow(header)
-        writer.writerows(earlier)
-        writer.writerows(cells)
+    # Under the writers' lock: another appender's rows land before or after ours, never instead.
+    with locked(p):
+        earlier = _existing(p, header)
+        with atomic_open(p, "w", encoding="utf-8") as f:
+            writer = csv.writer(f, lineterminator="\n")
+            writer.writerow(header)
+            writer.writerows(earlier)
+            writer.writerows(cells)
     return len(earlier)

@@ -10,6 +10,7 @@ from typing import Any
 
 from harness.errors import UsageError
 from harness.files.atomic import atomic_open
+from harness.files.lock import locked
 
 
 def read_jsonl(path: str | os.PathLike[str]) -> list[tuple[int, Any]]:
@@ -21,6 +22,12 @@ def read_jsonl(path: str | os.PathLike[str]) -> list[tuple[int, Any]]:
         raise UsageError(f"{p}: no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"{p}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    return parse_jsonl(text, p)
+
+
+def parse_jsonl(text: str, path: Path) -> list[tuple[int, Any]]:
+    """``read_jsonl`` of text already read from ``path`` (named in errors)."""
+    p = path
     out = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -33,9 +40,15 @@ def read_jsonl(path: str | os.PathLike[str]) -> list[tuple[int, Any]]:
 
 
 def append_jsonl(path: str | os.PathLike[str], values: Iterable[Any]) -> None:
-    """Add one line per value to ``path``, keeping what is there (rewritten through a temporary file)."""
+    """Add one line per value to ``path``, keeping what is there (rewritten through a temporary file,
+    under the writers' lock of ``path``, so concurrent appenders all keep their lines)."""
     p = Path(path)
     lines = [json.dumps(v, allow_nan=True) + "\n" for v in values]
+    with locked(p):
+        _append(p, lines)
+
+
+def _append(p: Path, lines: list[str]) -> None:
     try:
         earlier = p.read_text(encoding="utf-8")
     except FileNotFoundError:

@@ -31,17 +31,54 @@ class RunRecord:
         }
 
     @property
+    def interrupted(self) -> dict[str, Any] | None:
+        """``{"signal", "finished", "total"}`` when the run was stopped by a signal, else None.
+
+        Kept in the environment, which every format stores whole, so version-1
+        readers (and older harness versions) load an interrupted run unchanged.
+        """
+        mark = self.environment.get("interrupted")
+        return mark if isinstance(mark, dict) else None
+
+    def describe_interruption(self) -> str:
+        """"interrupted (SIGINT) after 3 of 10 results", or "" for a complete run."""
+        mark = self.interrupted
+        if mark is None:
+            return ""
+        return (f"interrupted ({mark.get('signal', 'signal')}) after {mark.get('finished', len(self.results))} "
+                f"of {mark.get('total', '?')} results")
+
+    @property
     def run_id(self) -> str:
         """Tells runs in one multi-run file apart (older records: their start time)."""
         return str(self.environment.get("run_id") or self.environment.get("start_time") or "")
 
 
-def check_version(data: Any, where: str) -> None:
-    """Raise UsageError (``where`` is "file:line") unless ``data`` is a version-1 run header."""
+def foreign(where: str, found: str) -> UsageError:
+    """The error for a file that is not a harness record; ``where`` is "file:line", ``found`` what is there."""
+    line = where.rsplit(":", 1)[-1] if where.rsplit(":", 1)[-1].isdigit() else "1"
+    shown = found.strip()
+    shown = shown if len(shown) <= 80 else shown[:77] + "..."
+    return UsageError(
+        f"{where}: line {line} is not a harness record: {shown!r} (a run record starts with "
+        f'{{"schema": "{SCHEMA}", "version": {VERSION}, ...}}); give a harness run record, or another file name'
+    )
+
+
+def check_version(data: Any, where: str, found: str | None = None) -> None:
+    """Raise UsageError (``where`` is "file:line") unless ``data`` is a version-1 run header.
+
+    ``found``: the text at ``where``, quoted when it is not a harness record at all.
+    """
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
-        raise UsageError(f"{where}: not a harness run record (no \"schema\": \"{SCHEMA}\")")
-    if data.get("version") != VERSION:
+        raise foreign(where, found if found is not None else repr(data))
+    version = data.get("version")
+    if version != VERSION:
+        newer = isinstance(version, int) and not isinstance(version, bool) and version > VERSION
         raise UsageError(
-            f"{where}: run record schema version {data.get('version')!r} is not supported "
-            f"(this harness reads version {VERSION}); upgrade harness or re-run the benchmark"
+            f"{where}: run record schema version {version!r}"
+            + (f", newer than version {VERSION}, which this harness reads and writes; "
+               "upgrade harness to read it, or write to another file" if newer else
+               f" is not supported (this harness reads and writes version {VERSION}); "
+               "re-run the benchmark to record it again")
         )

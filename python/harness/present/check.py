@@ -22,6 +22,7 @@ from pathlib import Path
 
 from harness.errors import UsageError
 from harness.files.atomic import atomic_open
+from harness.records.formats.csv_format import COLUMNS as RECORD_COLUMNS
 from harness.records.metrics import METRIC_COLUMNS, format_number, metric_rows
 
 EXPECTED_COLUMNS = ("name", "metric", "expected", "noise_margin")
@@ -169,10 +170,15 @@ def read_results(path: str | Path) -> dict[Key, float]:
         raise UsageError(f"{p}: no such results file; produce one with `python -m harness bench ... --output`") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"{p}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
-    if p.suffix == ".json" or text.lstrip().startswith("{"):
+    # Run records in any format go through the records' reader (and its version rules); the rest is a metric CSV.
+    if p.suffix in (".json", ".jsonl") or text.lstrip().startswith("{") or text.startswith(",".join(RECORD_COLUMNS)):
         from harness.records.store import load
 
-        rows = [(name, metric, value, 0) for name, metric, value in metric_rows(load(p).results)]
+        record = load(p)
+        if not record.results:
+            raise UsageError(f"{p}: its run has no results (stopped before any finished?), so there is "
+                             "nothing to check; give a run with results")
+        rows = [(name, metric, value, 0) for name, metric, value in metric_rows(record.results)]
     else:
         rows = _metric_csv_rows(text, p)
     out: dict[Key, float] = {}

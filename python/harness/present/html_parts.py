@@ -36,6 +36,8 @@ def run_label(index: int, record: RunRecord, source: str) -> str:
     parts = [f"#{index + 1}", start or Path(source).name]
     if commit:
         parts.append(commit)
+    if record.interrupted:
+        parts.append("(interrupted)")
     return " ".join(parts)
 
 

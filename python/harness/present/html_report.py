@@ -110,7 +110,9 @@ def _runs_section(runs: Runs) -> str:
                 f"<td>{escape(str(env.get('start_time') or '').replace('T', ' '))}</td>",
                 f"<td>{escape(env.get('hostname') or '')}</td>", f"<td>{escape(cpu)}</td>", f"<td>{escape(torch_text)}</td>",
                 f"<td><code>{escape(str(env.get('git_commit') or '')[:10])}</code></td>",
-                f"<td>{ok} ok" + (f', <span class="flag">{failed} failed</span>' if failed else "") + "</td>",
+                f"<td>{ok} ok" + (f', <span class="flag">{failed} failed</span>' if failed else "")
+                + (f'<br><span class="flag">{escape(record.describe_interruption())}</span>'
+                   if record.interrupted else "") + "</td>",
                 f"<td>{noise_text}</td>",
             ]) + "</tr>"
         )

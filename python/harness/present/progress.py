@@ -69,6 +69,8 @@ class RunProgress:
         for event in self.written:
             if event.message == "run record":
                 verb = "appended to" if event.appended else "written to"
-                self.console.print(f"run record {verb} {event.path}", highlight=False, markup=False)
+                note = f" ({event.note})" if event.note else ""
+                self.console.print(f"run record {verb} {event.path}{note}", highlight=False, markup=False,
+                                   soft_wrap=True)
             else:
                 self.console.print(f"written {event.path}", highlight=False, markup=False)

@@ -218,3 +218,26 @@ def test_bench_writes_metric_csv_and_run_record(cli, custom_suite, tmp_path):
     assert all(float(row[2]) > 0 for row in rows[1:])
     record = json.loads(out.with_suffix(".json").read_text())
     assert record["schema"] == "harness.run" and record["results"][0]["extra"]["case"] == "tiny_add_eager"
+
+
+def test_interrupted_run_puts_its_outputs_beside_complete_ones(tmp_path):
+    from harness.model.record import RunRecord
+    from harness.model.result import TaskResult
+    from harness.model.task import Task
+    from harness.records.store import load_runs
+    from harness.suites.compile_time.output import write_outputs
+
+    def record(run_id: str, value: float, interrupted: bool) -> RunRecord:
+        task = Task("compile_time", "case", "compile_time", {"metric": "compile_time_instruction_count"},
+                    mode="instructions")
+        env = {"run_id": run_id, **({"interrupted": {"signal": "SIGINT", "finished": 1, "total": 2}}
+                                    if interrupted else {})}
+        return RunRecord(env, [TaskResult(task, "ok", unit="instructions", samples=[value])])
+
+    out = tmp_path / "ct.csv"
+    write_outputs(out, record("complete", 100.0, False))
+    before = {p.name: p.read_bytes() for p in (out, out.with_suffix(".json"))}
+    written = write_outputs(out, record("cut", 50.0, True))
+    assert {p.name: p.read_bytes() for p in (out, out.with_suffix(".json"))} == before
+    assert [p.name for p in written] == ["ct.interrupted-cut.csv", "ct.interrupted-cut.json"]
+    assert load_runs(written[1])[0].interrupted["finished"] == 1

@@ -30,6 +30,7 @@ import hashlib
 import importlib.machinery
 import importlib.util
 import json
+import shutil
 import sys
 import threading
 import time
@@ -40,7 +41,7 @@ from typing import Any
 
 from harness.errors import StatementError
 from harness.files.atomic import atomic_write_text
-from harness.files.cache import ensure_private_dir
+from harness.files.cache import ensure_private_dir, truncated_library
 from harness.measure.cpp import balance
 from harness.measure.cpp.codegen import generate_sources
 from harness.measure.cpp.diagnostics import (
@@ -57,6 +58,7 @@ from harness.measure.cpp.pch import (
     pch_enabled,
     pch_file,
     pch_header,
+    pch_intact,
     read_ninja,
     start_pch_build,
 )
@@ -139,6 +141,64 @@ def _import_module(name: str, path: Path) -> ModuleType:
         return module
 
 
+COMPLETE = "complete.json"  # written last into a module's directory: the .so's size and hash
+_INTACT: set[Path] = set()  # modules this process has checked
+
+
+def _file_digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _mark_complete(so: Path) -> None:
+    atomic_write_text(so.parent / COMPLETE, json.dumps({"file": so.name, "bytes": so.stat().st_size,
+                                                        "sha256": _file_digest(so)}))
+
+
+def _damage(so: Path) -> str | None:
+    """Why the cached module ``so`` cannot be trusted (a full disk, a killed copy), or None.
+
+    Modules built before completion markers existed have none; they are
+    checked for truncation (``files.cache.truncated_library``) and trusted
+    unless importing them fails.
+    """
+    if so in _INTACT:
+        return None
+    try:
+        mark = json.loads((so.parent / COMPLETE).read_text())
+    except FileNotFoundError:
+        return truncated_library(so)
+    except (OSError, ValueError):
+        return "its completion marker is unreadable"
+    size = so.stat().st_size
+    if size != mark.get("bytes"):
+        return f"{size} bytes where {mark.get('bytes')} were written"
+    if _file_digest(so) != mark.get("sha256"):
+        return "its content differs from what was built"
+    _INTACT.add(so)
+    return None
+
+
+def _report_damage(so: Path, why: str) -> None:
+    print(f"harness: cached C++ module {so} is damaged ({why}); rebuilding it", file=sys.stderr)
+    log_event("damaged_module", module=so.stem, reason=why)
+
+
+def _import_checked(name: str, so: Path) -> ModuleType | None:
+    """The cached module, or None (after one line on stderr) when it is damaged."""
+    why = _damage(so)
+    if why is None:
+        try:
+            return _import_module(name, so)
+        except ImportError as exc:  # e.g. "file too short": a module from before markers, truncated
+            why = f"it does not load: {exc}"
+    _report_damage(so, why)
+    return None
+
+
 def _lookup(statement: CppStatement) -> CompiledStatement | str | None:
     """A cached compile of this statement, its cached compile error, or None."""
     try:
@@ -158,7 +218,9 @@ def _lookup(statement: CppStatement) -> CompiledStatement | str | None:
     so = _module_dir(name.removeprefix("hstmt_")) / f"{name}.so"
     if not so.exists():
         return None
-    module = _import_module(name, so)
+    module = _import_checked(name, so)  # a damaged module is rebuilt by the build that follows
+    if module is None:
+        return None
     if index >= len(module.keys) or module.keys[index] != statement.key:
         return None
     return CompiledStatement(statement, module, index)
@@ -180,8 +242,11 @@ class _CompileFailed(Exception):
         self.output = output
 
 
-def _compile(statements: list[CppStatement]) -> tuple[ModuleType, str, float]:
-    """Compile and import one module holding ``statements``; raises _CompileFailed with the compiler's output."""
+def _compile(statements: list[CppStatement]) -> tuple[ModuleType, str, float | None]:
+    """Compile and import one module holding ``statements``; raises _CompileFailed with the compiler's output.
+
+    The seconds compiling, or None when another process built the same module while we waited for its lock.
+    """
     from torch.utils import cpp_extension
 
     tc = toolchain()
@@ -191,7 +256,12 @@ def _compile(statements: list[CppStatement]) -> tuple[ModuleType, str, float]:
     with _file_lock(build_dir.parent / f"{module_key}.lock"):
         so = build_dir / f"{name}.so"
         if so.exists():
-            return _import_module(name, so), name, 0.0
+            module = _import_checked(name, so) if name not in _LOADED else _LOADED[name]
+            if module is not None:
+                return module, name, None
+            # Damaged: nothing in the directory is trusted (ninja would keep a truncated
+            # .so or .o that looks newer than its sources).
+            shutil.rmtree(build_dir, ignore_errors=True)
         build_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         # We hold the lock, so a baton left by a killed build is stale (cpp_extension would wait on it forever).
         for stale in ("lock", "build.ninja"):
@@ -206,7 +276,7 @@ def _compile(statements: list[CppStatement]) -> tuple[ModuleType, str, float]:
         use_pch = pch_enabled()
         if use_pch:
             cflags[0:0] = ["-include", str(pch_header())]
-        had_pch = use_pch and pch_file().exists()
+        had_pch = use_pch and pch_intact()
         starter = PchStarter(build_dir) if use_pch and not had_pch else None
         if starter is not None:
             starter.start()
@@ -230,6 +300,7 @@ def _compile(statements: list[CppStatement]) -> tuple[ModuleType, str, float]:
         seconds = time.monotonic() - t0
         sys.modules.pop(name, None)
         _LOADED[name] = module
+        _mark_complete(so)  # last: a module without it was never finished (or predates markers)
         if use_pch and had_pch and not module.pch_used:
             # g++ rejected the .gch (flags differ): rebuild it with this build's flags.
             log_event("pch_rejected", module=name)
@@ -291,6 +362,11 @@ def _build_batch(statements: list[CppStatement], report: BuildReport, persist_fa
             _build_batch(remaining[half:], report)
             return
         _record(remaining, name)
+        for i, s in enumerate(remaining):
+            report.compiled[s.key] = CompiledStatement(s, module, i)
+        if seconds is None:
+            log_event("shared_builds", module=name, statements=len(remaining))
+            return
         log_event("builds", module=name, statements=len(remaining), seconds=round(seconds, 2), pch_used=bool(module.pch_used))
         if module.pch_used:
             STATS["pch_used_builds"] += 1

@@ -75,6 +75,37 @@ def pch_file() -> Path:
     return pch_dir() / (PCH_HEADER + ".gch")
 
 
+PCH_COMPLETE = "pch.json"  # written by the builder after the .gch: its size
+
+
+def pch_intact() -> bool:
+    """True when the .gch exists and is whole; a damaged one (a full disk, a killed copy) is
+    removed, with one line on stderr, so the next build rebuilds it.
+
+    The .gch is ~750 MB, so it is checked by size, not hash. A .gch from before
+    markers existed is trusted: g++ checks it too (``-Winvalid-pch``).
+    """
+    gch = pch_file()
+    try:
+        size = gch.stat().st_size
+    except FileNotFoundError:
+        return False
+    try:
+        expected = json.loads((pch_dir() / PCH_COMPLETE).read_text()).get("bytes")
+    except FileNotFoundError:
+        return True
+    except (OSError, ValueError):
+        expected = None
+    if size == expected:
+        return True
+    print(f"harness: the precompiled torch header {gch} is damaged ({size} bytes where {expected} were "
+          "written); rebuilding it", file=sys.stderr)
+    log_event("damaged_pch", bytes=size, expected=expected)
+    with contextlib.suppress(FileNotFoundError):
+        gch.unlink()
+    return False
+
+
 def _pch_lock_path() -> Path:
     return pch_dir() / "build.lock"
 
@@ -105,7 +136,7 @@ def wait_for_pch(timeout: float = PCH_WAIT_TIMEOUT) -> bool:
                 if time.monotonic() > deadline:
                     break
                 time.sleep(0.2)
-    return pch_file().exists()
+    return pch_intact()
 
 
 def pch_command(cxx: str, cflags: list[str]) -> list[str]:
@@ -128,7 +159,7 @@ def pch_command(cxx: str, cflags: list[str]) -> list[str]:
 def start_pch_build(command: list[str]) -> None:
     """Build the PCH in a detached, lowest-priority process that outlives this one if need be."""
     d = pch_dir()
-    if pch_file().exists():
+    if pch_intact():
         return
     failed = d / "failed.json"
     if failed.exists():
@@ -178,6 +209,8 @@ def build_pch_main(directory: str, lock_fd: int | None = None) -> int:
         gch = d / (PCH_HEADER + ".gch")
         if gch.exists():
             return 0
+        with contextlib.suppress(FileNotFoundError):
+            (d / PCH_COMPLETE).unlink()  # the marker of a .gch removed as damaged or rejected
         command = json.loads((d / "command.json").read_text())["command"]
         # Lowest priority: the build that started it (and anything else) comes first.
         os.nice(19)
@@ -187,9 +220,10 @@ def build_pch_main(directory: str, lock_fd: int | None = None) -> int:
         seconds = round(time.monotonic() - t0, 2)
         event: dict[str, Any] = {"time": round(time.time(), 3), "pid": os.getpid(), "seconds": seconds}
         if proc.returncode == 0 and tmp.exists():
+            event["bytes"] = tmp.stat().st_size
             os.replace(tmp, gch)
+            atomic_write_text(d / PCH_COMPLETE, json.dumps({"bytes": event["bytes"]}))
             event["event"] = "pch_built"
-            event["bytes"] = gch.stat().st_size
         else:
             with contextlib.suppress(FileNotFoundError):
                 tmp.unlink()

@@ -1,5 +1,6 @@
-"""Record formats by file suffix; each module has ``preflight(path)``, ``write(record, path) -> appended``
-and ``read(path) -> runs``.
+"""Record formats by file suffix; each module has ``write(record, path) -> appended`` and
+``read(path) -> runs`` (which refuses foreign and newer files), and ``ONE_RUN = True`` when saving
+replaces the file's run instead of adding one.
 
 May import: ``harness.model``, ``harness.files``, ``harness.errors``. Imported by ``records.store``.
 """

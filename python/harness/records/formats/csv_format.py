@@ -8,15 +8,17 @@ the run's environment are JSON in their cells. Rows of one run share the
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import io
 import json
 import math
 from pathlib import Path
 from typing import Any
 
 from harness.errors import UsageError
-from harness.files.csv_file import append_csv, read_csv
-from harness.model.record import SCHEMA, VERSION, RunRecord, check_version
+from harness.files.csv_file import append_csv, parse_csv
+from harness.model.record import SCHEMA, VERSION, RunRecord, check_version, foreign
 from harness.model.result import TaskResult
 
 COLUMNS = [
@@ -32,22 +34,6 @@ def _json(value: Any) -> str:
 
 def _number(x: float) -> str:
     return "" if math.isnan(x) else repr(x)
-
-
-def preflight(path: Path) -> None:
-    """Before a run: an existing file must have our header, or appending would fail after the run."""
-    try:
-        with open(path, encoding="utf-8", newline="") as f:
-            first = next(csv.reader(f), None)
-    except FileNotFoundError:
-        return
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise UsageError(f"{path}: cannot read it to append: {getattr(exc, 'strerror', None) or exc}") from None
-    if first and first != COLUMNS:
-        raise UsageError(
-            f"{path}:1: cannot append a run record: its header is not harness's record header "
-            f"({','.join(COLUMNS)}); write to a new file"
-        )
 
 
 def write(record: RunRecord, path: Path) -> bool:
@@ -83,7 +69,18 @@ def _cell_json(row: dict[str, str], column: str, where: str) -> Any:
 
 
 def read(path: Path) -> list[RunRecord]:
-    _, rows = read_csv(path, REQUIRED)
+    try:
+        with open(path, encoding="utf-8", newline="") as f:
+            text = f.read()
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    with contextlib.suppress(csv.Error):
+        header = next(csv.reader(io.StringIO(text, newline="")), None)
+        if header is not None and any(c not in header for c in REQUIRED):
+            raise foreign(f"{path}:1", text.splitlines()[0])
+    _, rows = parse_csv(text, path, REQUIRED)
     runs: dict[str, RunRecord] = {}
     for line, row in rows:
         where = f"{path}:{line}"

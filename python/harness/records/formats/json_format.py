@@ -8,12 +8,10 @@ from pathlib import Path
 
 from harness.errors import UsageError
 from harness.files.atomic import atomic_open
-from harness.model.record import SCHEMA, VERSION, RunRecord, check_version
+from harness.model.record import SCHEMA, VERSION, RunRecord, check_version, foreign
 from harness.model.result import TaskResult
 
-
-def preflight(path: Path) -> None:
-    """Nothing to check before a run: saving replaces the file."""
+ONE_RUN = True  # saving replaces the run in the file instead of adding one
 
 
 def write(record: RunRecord, path: Path) -> bool:
@@ -30,19 +28,21 @@ def read(path: Path) -> list[RunRecord]:
         raise UsageError(f"{path}: no such run record") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"{path}: cannot read run record: {getattr(exc, 'strerror', None) or exc}") from None
+    if text.strip() and not text.lstrip().startswith("{"):
+        raise foreign(f"{path}:1", " ".join(text.split()))
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise UsageError(f"{path}:{exc.lineno}: not a JSON run record: {exc.msg} (column {exc.colno})") from None
     if not isinstance(data, dict):
-        raise UsageError(f"{path}:1: not a harness run record (a JSON object was expected)")
+        raise foreign(f"{path}:1", " ".join(text.split()))
 
     # Line numbers are only worked out when something is wrong.
     def key_line(key: str) -> int:
         return _layout(text)[0].get(key, 1)
 
     if data.get("schema") != SCHEMA:
-        check_version(data, f"{path}:{key_line('schema')}")
+        check_version(data, f"{path}:1", found=" ".join(text.split()))
     if data.get("version") != VERSION:
         check_version(data, f"{path}:{key_line('version')}")
     environment = data.get("environment") or {}

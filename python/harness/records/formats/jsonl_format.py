@@ -9,27 +9,41 @@ import json
 from pathlib import Path
 
 from harness.errors import UsageError
-from harness.files.jsonl_file import append_jsonl, read_jsonl
+from harness.files.jsonl_file import append_jsonl, parse_jsonl
 from harness.model.record import SCHEMA, VERSION, RunRecord, check_version
 from harness.model.result import TaskResult
 
 
-def preflight(path: Path) -> None:
-    """Before a run: an existing file must be a run record we can append to."""
+def read(path: Path) -> list[RunRecord]:
     try:
-        with open(path, encoding="utf-8") as f:
-            first = f.readline()
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        return
+        raise UsageError(f"{path}: no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{path}: cannot read it to append: {getattr(exc, 'strerror', None) or exc}") from None
-    if not first.strip():
-        return
-    try:
-        header = json.loads(first)
-    except json.JSONDecodeError:
-        header = None
-    check_version(header, f"{path}:1")
+        raise UsageError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    lines = text.splitlines()
+    first = next((i for i, line in enumerate(lines) if line.strip()), None)
+    if first is not None:
+        # A foreign file is named for what it holds, before its JSON is judged.
+        try:
+            header = json.loads(lines[first])
+        except json.JSONDecodeError:
+            header = None
+        check_version(header, f"{path}:{first + 1}", found=lines[first])
+    runs: list[RunRecord] = []
+    for line, value in parse_jsonl(text, path):
+        if isinstance(value, dict) and "schema" in value:
+            check_version(value, f"{path}:{line}", found=lines[line - 1])
+            environment = value.get("environment") or {}
+            if not isinstance(environment, dict):
+                raise UsageError(f"{path}:{line}: \"environment\" must be a JSON object")
+            runs.append(RunRecord(environment=dict(environment), results=[]))
+            continue
+        try:
+            runs[-1].results.append(TaskResult.from_json(value))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise UsageError(f"{path}:{line}: malformed result: {exc}") from None
+    return runs
 
 
 def write(record: RunRecord, path: Path) -> bool:
@@ -37,25 +51,3 @@ def write(record: RunRecord, path: Path) -> bool:
     header = {"schema": SCHEMA, "version": VERSION, "environment": record.environment}
     append_jsonl(path, [header, *(r.to_json() for r in record.results)])
     return existed
-
-
-def read(path: Path) -> list[RunRecord]:
-    runs: list[RunRecord] = []
-    for line, value in read_jsonl(path):
-        if isinstance(value, dict) and "schema" in value:
-            check_version(value, f"{path}:{line}")
-            environment = value.get("environment") or {}
-            if not isinstance(environment, dict):
-                raise UsageError(f"{path}:{line}: \"environment\" must be a JSON object")
-            runs.append(RunRecord(environment=dict(environment), results=[]))
-            continue
-        if not runs:
-            raise UsageError(
-                f"{path}:{line}: a result before any run header; the first line of a run must be "
-                f'{{"schema": "{SCHEMA}", "version": {VERSION}, "environment": {{...}}}}'
-            )
-        try:
-            runs[-1].results.append(TaskResult.from_json(value))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise UsageError(f"{path}:{line}: malformed result: {exc}") from None
-    return runs
