@@ -101,8 +101,12 @@ def test_known_extra_work_shows_on_exactly_the_benchmarks_that_do_it(runs):
     root, _, differ = runs
     assert differ.returncode == 0, differ.stderr
     changes = _changes(root / "ab.json")
-    assert changes["mul"] > 100  # a Python call and a 20-step loop per run
-    assert changes["add"] == 0
+    # B's processes start differently (another sys.path, torch imported by sitecustomize), which
+    # shifts every tensor op by the same ~140 instructions per run on this machine (README); the
+    # known work is what comes on top, on exactly the benchmark that calls torch.mul.
+    offset = changes["add"]
+    assert abs(offset) < 0.03 * 9000
+    assert changes["mul"] - offset > 1000  # a Python call, *args/**kwargs and a 20-step loop per run
     record = json.loads((root / "ab.json").read_text())
     sides = record["environment"]["sides"]
     assert set(sides) == {"A", "B"} and sides["B"]["executable"].startswith(str(root / "env_b"))
