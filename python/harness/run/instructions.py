@@ -178,7 +178,8 @@ def baseline_first(task: Task, zygote: Zygote) -> Task | None:
         return None
     params = {"stmt": "pass", "number": number, "num_threads": threads, "detail": detail, "scope": scope,
               BASELINE_ONLY: True}
-    return Task(suite=task.suite, name="baseline", kind="timer", params=params, mode="instructions")
+    # No suite or name: the request's bytes become the child's heap (see run.worker).
+    return Task(suite="", name="", kind="timer", params=params, mode="instructions")
 
 
 def count_task(task: Task, sampler: Any, *, clocked: bool, baseline: Any = None) -> TaskResult:
