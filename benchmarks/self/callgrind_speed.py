@@ -12,6 +12,8 @@ Prints, from one run on this machine (ours, torch's, the ratio, the target):
      same noisy lookups dropped on both sides)             target within +-3%
   5. spread of counts across 3 repeats: Python statements and a native (C++)
      loop                                   target: C++ identical, Python within 0.1%
+  6. the same statement counted again in a later call of the same process,
+     after every other statement: Python and C++   target: identical (0%)
 
 torch runs the statement unrolled at module level, where every variable is
 a dictionary lookup and each copy of the bytecode runs once (so CPython
@@ -47,6 +49,7 @@ from harness.model.task import Task
 from harness.workers.pool import WorkerPool
 
 SETUP_4x4 = "x = torch.ones(4, 4)\nw = torch.ones(4, 4)"
+CPP_STMT, CPP_SETUP = "auto y = x * w;", "auto x = torch::ones({4, 4}); auto w = torch::ones({4, 4});"
 # (stmt, setup): small eager ops, the kind whose dispatch cost is measured in instructions.
 STATEMENTS: list[tuple[str, str]] = [
     ("y = x * w", SETUP_4x4),
@@ -153,6 +156,10 @@ def main() -> None:
     t0 = time.perf_counter()
     ours_repeats = harness.Timer(statements[0][0], setup=statements[0][1]).collect_callgrind(number=args.number, repeats=3)
     ours_repeats_time = time.perf_counter() - t0
+    # Counted again, last, after every other statement: what an earlier call leaves must not move it.
+    again = harness.Timer(statements[0][0], setup=statements[0][1]).collect_callgrind(number=args.number)
+    cpp = [harness.Timer(CPP_STMT, setup=CPP_SETUP, language="c++").collect_callgrind(number=args.number).counts()
+           for _ in range(2)]
     # The same statements again in torch's layout, for the agreement rows.
     ours_module = [
         harness.Timer(stmt, setup=setup).collect_callgrind(number=args.number, scope="module")
@@ -217,6 +224,12 @@ def main() -> None:
     print(f"  Python {statements[0][0]!r:<36} {spread(ours_rep):>10.4%} {spread(torch_rep):>12.4%}   <= 0.1%")
     print(f"  native loop (10 additions)                 {spread(native_totals):>10.4%} {'n/a':>12}   identical")
     print(f"    counts: harness {ours_rep}, torch {torch_rep}, native {native_totals} ({native_time:.1f} s)")
+    across = [ours_stats[0].counts(), again.counts()]
+    print()
+    print("the same statement again in a later call, (max-min)/min     harness   target")
+    print(f"  Python {statements[0][0]!r}: first and last of {len(statements) + 2} calls  {spread(across):>10.4%}   0%")
+    print(f"  C++ {CPP_STMT!r}: two calls                   {spread(cpp):>10.4%}   0%")
+    print(f"    counts: Python {across}, C++ {cpp}")
 
     if args.json:
         from harness.files.atomic import atomic_write_text
@@ -227,6 +240,7 @@ def main() -> None:
             "harness_repeats_seconds": ours_repeats_time, "torch_repeats_seconds": torch_repeats_time,
             "agreement": agreement, "harness_repeat_counts": ours_rep, "torch_repeat_counts": torch_rep,
             "native_repeat_counts": native_totals, "load_average": os.getloadavg(),
+            "across_calls_counts": {"python": across, "cpp": cpp},
         }, indent=1) + "\n")
 
 

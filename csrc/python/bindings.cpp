@@ -2,7 +2,14 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstdint>
 #include <string>
 
 #include "harness/harness.h"
@@ -107,6 +114,45 @@ py::dict stats_dict(const harness::Stats& s) {
 
 }  // namespace
 
+// A zygote's loop: one fork per byte read on ctl_fd, and nothing else. Written
+// in C so that the process every measurement forks from runs no Python between
+// forks: not one allocation, so every child starts from the same heap.
+// status_fd gets {0, pid, 0} when a child starts and {1, pid, wait status} when
+// it ends (fixed-size writes, atomic on a pipe). Returns 0 in each child, -1
+// in the zygote when ctl_fd closes.
+void write_status(int fd, int32_t kind, int32_t pid, int32_t status) {
+  const int32_t msg[3] = {kind, pid, status};
+  while (write(fd, msg, sizeof msg) < 0 && errno == EINTR) {
+  }
+}
+
+int zygote_loop(int ctl_fd, int status_fd) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);  // the zygote goes when the worker that forked it goes
+  for (;;) {
+    char byte = 0;
+    ssize_t n;
+    do {
+      n = read(ctl_fd, &byte, 1);
+    } while (n < 0 && errno == EINTR);
+    if (n != 1) return -1;
+    const pid_t pid = fork();
+    if (pid == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      PyOS_AfterFork_Child();
+      return 0;
+    }
+    if (pid < 0) {
+      write_status(status_fd, 1, -errno, 0);
+      continue;
+    }
+    write_status(status_fd, 0, pid, 0);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    write_status(status_fd, 1, pid, status);
+  }
+}
+
 PYBIND11_MODULE(_C, m) {
   m.doc() = "harness C++ timing core";
   py::register_exception<harness::invalid_argument>(m, "InvalidArgument", PyExc_ValueError);
@@ -180,6 +226,9 @@ PYBIND11_MODULE(_C, m) {
         return harness::callgrind::in_region(s, number);
       },
       py::arg("sampler"), py::arg("number"), "Run sampler(number) with collection on around exactly that call.");
+
+  m.def("zygote_loop", &zygote_loop, py::arg("ctl_fd"), py::arg("status_fd"),
+        "Fork a child per byte read on ctl_fd, reporting on status_fd; returns 0 in each child, -1 at EOF.");
 
   m.def("test_sampler", &test_sampler, py::arg("name"),
         "A native 'harness.sampler' capsule running k additions per run (add0, add1, add10), for tests.");

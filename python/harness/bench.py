@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import kinds
-from harness.define.selection import with_mode
+from harness.define.selection import with_mode, with_sides
 from harness.errors import Terminated
 from harness.measure.counters.base import InstructionCounter
 from harness.measure.counters.choice import get_counter
@@ -154,9 +154,14 @@ def run_tasks(tasks: Sequence[Task], options: RunOptions | None = None, on_event
     """
     options = options or RunOptions()
     emit = on_event or _ignore
-    tasks = with_mode(list(tasks), options.mode)
+    tasks = with_sides(with_mode(list(tasks), options.mode), list(options.sides))
     run = Run(options, tasks, argv if argv is not None else list(sys.orig_argv))
     run.check_output()
+    if options.sides:
+        # Each side's interpreter, torch build and harness, asked now: one that cannot
+        # import harness fails here, before anything runs.
+        run.environment["sides"] = {label: environment.interpreter_fingerprint(python, label)
+                                    for label, python in options.sides.items()}
     counter: InstructionCounter | None = None
     if any(t.mode == "instructions" for t in tasks):
         counter = get_counter(options.counter)  # fails here, before anything runs, when it cannot count

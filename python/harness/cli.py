@@ -7,6 +7,7 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -81,12 +82,20 @@ def _parser() -> argparse.ArgumentParser:
         f"until idle for SECONDS (default: ${KEEP_WORKER_ENV}, else not kept); compile-time cases and "
         "other tasks that need a fresh process never use them",
     )
+    bench.add_argument(
+        "--python", action="append", default=[], metavar="[LABEL=]PATH", dest="pythons",
+        help="run every task under this interpreter (its own torch; harness from this checkout on its "
+        "PYTHONPATH); twice (A=... B=...) for an A/B run: the sides alternate task by task and one table "
+        "compares them",
+    )
 
     compare = sub.add_parser(
         "compare", help="compare two run records: change per benchmark and whether it is significant"
     )
     compare.add_argument("base", metavar="BASE", help="run record (.json, .jsonl or .csv) to compare against")
-    compare.add_argument("new", metavar="NEW", help="run record with the new measurements")
+    compare.add_argument("new", metavar="NEW", nargs="?", default=None,
+                         help="run record with the new measurements (left out: BASE is an A/B run "
+                         "(bench --python A=... --python B=...), and its two sides are compared)")
     compare.add_argument(
         "--alpha", type=float, default=DEFAULT_ALPHA,
         help=f"significance level of the Mann-Whitney U test on wall-time samples (default {DEFAULT_ALPHA:g})",
@@ -163,6 +172,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     options = RunOptions(
         min_run_time=args.min_run_time, jobs=args.jobs, timeout=args.timeout, mode=args.mode,
         counter=args.counter, keep_worker=args.keep_worker, in_process=args.in_process, output=args.output,
+        pythons=tuple(args.pythons),
     )
     suites, tasks = _suites_and_tasks(args)
     console = Console(stderr=True)
@@ -172,7 +182,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
             record = run_tasks(tasks, options, progress.on_event)
         except RunInterrupted as exc:
             interrupted, record = exc, exc.record
-    print_results(record.results, tables={s.name: s.table for s in suites if s.table})
+    if len(options.sides) == 2:
+        _print_sides(record)
+    else:
+        print_results(record.results, tables={s.name: s.table for s in suites if s.table})
     failed = [r for r in record.results if not r.ok]
     for r in failed:
         console.print(f"[red]FAILED[/red] {escape(r.task.full_name)}: {escape(r.error or '')}", highlight=False)
@@ -186,6 +199,17 @@ def cmd_bench(args: argparse.Namespace) -> int:
             console.print(f"harness: {what} before any result finished; nothing written")
         return interrupted.exit_code
     return 1 if failed else 0
+
+
+def _print_sides(record: Any) -> None:
+    """An A/B run: one table, side A against side B, benchmark by benchmark."""
+    from harness.model.record import split_sides
+    from harness.present.run_comparison import compare_runs, print_comparison
+    from harness.present.table import output_console
+
+    sides = split_sides(record)
+    (a, base), (b, new) = list(sides.items())[:2]
+    print_comparison(compare_runs(base, new), output_console(), sides=(a, b))
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -273,7 +297,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     console = output_console()
     records = []
-    for path in (args.base, args.new):
+    for path in filter(None, (args.base, args.new)):
         runs = load_runs(path)
         if len(runs) > 1:
             console.print(f"{escape(path)} holds {len(runs)} runs; comparing its last", highlight=False)
@@ -286,10 +310,20 @@ def cmd_compare(args: argparse.Namespace) -> int:
             console.print(f"{escape(path)}: {runs[-1].describe_interruption()}; benchmarks it did not reach "
                           "show as removed or added", highlight=False)
         records.append(runs[-1])
+    sides = None
+    if args.new is None:
+        from harness.model.record import split_sides
+
+        split = split_sides(records[0])
+        if len(split) < 2:
+            raise UsageError(f"{args.base} is not an A/B run (it has no two --python sides): give a second run "
+                             "record to compare it with")
+        (a, base), (b, new) = list(split.items())[:2]
+        records, sides = [base, new], (a, b)
     thresholds = Thresholds(args.alpha, args.min_effect / 100, args.noise_margin / 100)
     comparison = compare_runs(records[0], records[1], thresholds)
     notes = environment_notes(records[0], records[1])
-    print_comparison(comparison, console, symbols=args.symbols, top=args.top, notes=notes)
+    print_comparison(comparison, console, symbols=args.symbols, top=args.top, notes=notes, sides=sides)
     if args.fail_on_regression is not None:
         bad = comparison.regressions(beyond=args.fail_on_regression / 100)
         broken = comparison.newly_failed()

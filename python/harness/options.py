@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shutil
+from collections.abc import Sequence
 from typing import Any
 
 from harness.errors import UsageError
@@ -114,6 +116,8 @@ class RunOptions:
     keep_worker: float | None = None
     in_process: bool = False
     output: str | None = None
+    # ``--python [LABEL=]PATH``: the interpreters (sides) every task runs under, A/B style.
+    pythons: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if isinstance(self.min_run_time, bool) or not isinstance(self.min_run_time, int | float) or not self.min_run_time > 0:
@@ -127,8 +131,35 @@ class RunOptions:
         if self.counter not in COUNTER_CHOICES:
             raise UsageError(f"unknown instruction counter {self.counter!r}: use one of {', '.join(COUNTER_CHOICES)}")
         keep_worker_seconds(self.keep_worker)  # a bad value (or $HARNESS_KEEP_WORKER) fails before the run
+        self.sides  # noqa: B018 - a bad --python fails before the run
+        if self.pythons and self.output and self.output.endswith(".csv"):
+            raise UsageError(f"--output {self.output}: an A/B run (--python) needs a .json or .jsonl record, "
+                             "which keep each result's side; .csv rows do not")
+
+    @property
+    def sides(self) -> dict[str, str]:
+        """``--python`` as {label: interpreter}; unlabelled values are A, B, ... in order."""
+        return parse_pythons(self.pythons)
 
     @property
     def keep_seconds(self) -> float | None:
         """The kept-worker idle timeout this run uses (the flag, else the environment)."""
         return keep_worker_seconds(self.keep_worker)
+
+
+def parse_pythons(values: Sequence[str]) -> dict[str, str]:
+    """``[LABEL=]PATH`` values as {label: absolute path}, each an executable file."""
+    sides: dict[str, str] = {}
+    for i, value in enumerate(values):
+        label, sep, path = value.partition("=")
+        if not sep:
+            label, path = chr(ord("A") + i), value
+        if not label or not label.replace("_", "").replace("-", "").isalnum():
+            raise UsageError(f"--python {value!r}: give LABEL=PATH with a label of letters, digits, - or _")
+        if label in sides:
+            raise UsageError(f"--python: label {label!r} is given twice; give each interpreter its own label")
+        found = shutil.which(path) if os.sep not in path else path
+        if not found or not os.path.isfile(found) or not os.access(found, os.X_OK):
+            raise UsageError(f"--python {value!r}: {path} is not an executable file; give the path of a python interpreter")
+        sides[label] = os.path.abspath(found)
+    return sides

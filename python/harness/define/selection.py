@@ -45,6 +45,18 @@ def with_mode(tasks: list[Task], mode: str | None) -> list[Task]:
     return out
 
 
+
+def with_sides(tasks: list[Task], sides: Sequence[str]) -> list[Task]:
+    """Each task once per side (``--python`` label), the sides alternating task by task.
+
+    Interleaved so that whatever drifts during a run (the machine's load, its
+    temperature) falls on both sides alike.
+    """
+    if not sides:
+        return list(tasks)
+    return [dataclasses.replace(t, side=side) for t in tasks for side in sides]
+
+
 def matches(task: Task, pattern: str | None) -> bool:
     """pytest-style -k: a substring, or a glob when it has wildcards; `a or b`, `not a` work."""
     if not pattern:

@@ -82,3 +82,22 @@ def check_version(data: Any, where: str, found: str | None = None) -> None:
                f" is not supported (this harness reads and writes version {VERSION}); "
                "re-run the benchmark to record it again")
         )
+
+
+def split_sides(record: RunRecord) -> dict[str, RunRecord]:
+    """An A/B record as one record per side (``--python`` label), in the order the sides ran.
+
+    Each side's tasks lose their label, so the sides line up benchmark by
+    benchmark; each side's environment is the run's, with ``side`` (the
+    label) and ``side_environment`` (that interpreter's fingerprint). A record
+    without sides gives {}.
+    """
+    labels = list(dict.fromkeys(r.task.side for r in record.results if r.task.side))
+    fingerprints = record.environment.get("sides") or {}
+    out = {}
+    for label in labels:
+        results = [dataclasses.replace(r, task=dataclasses.replace(r.task, side="")) for r in record.results
+                   if r.task.side == label]
+        environment = {**record.environment, "side": label, "side_environment": fingerprints.get(label)}
+        out[label] = RunRecord(environment=environment, results=results)
+    return out

@@ -22,17 +22,24 @@ class Task:
     kind: str  # which kind of benchmark it is (harness.kinds): "timer", "grouped", ...
     params: Mapping[str, Any]
     mode: str = "wall"  # one of MODES
+    # The interpreter it runs under, by its ``--python`` label ("": the run's own). Part of the
+    # task's identity: an A/B run holds each benchmark once per side.
+    side: str = ""
 
     @property
     def full_name(self) -> str:
-        return f"{self.suite}/{self.name}"
+        return f"{self.suite}/{self.name}" + (f"@{self.side}" if self.side else "")
 
     def to_json(self) -> dict[str, Any]:
-        return {"suite": self.suite, "name": self.name, "kind": self.kind, "params": dict(self.params), "mode": self.mode}
+        data = {"suite": self.suite, "name": self.name, "kind": self.kind, "params": dict(self.params), "mode": self.mode}
+        if self.side:
+            data["side"] = self.side
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Task:
         params = data["params"]
         if not isinstance(params, Mapping):
             raise TypeError(f"task params must be an object, got {type(params).__name__}")
-        return cls(str(data["suite"]), str(data["name"]), str(data["kind"]), dict(params), str(data.get("mode", "wall")))
+        return cls(str(data["suite"]), str(data["name"]), str(data["kind"]), dict(params), str(data.get("mode", "wall")),
+                   str(data.get("side", "")))

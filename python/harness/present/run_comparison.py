@@ -47,6 +47,9 @@ class Row:
     p_value: float | None
     verdict: str  # faster/slower (better/worse for higher-is-better), same, noisy, failed, incomparable
     note: str = ""
+    # Wall time: the probability that a sample of new exceeds one of base (0.5: no effect),
+    # the U statistic over n1 * n2.
+    effect: float | None = None
 
     @property
     def regression(self) -> bool:
@@ -83,6 +86,15 @@ def u_test(base: list[float], new: list[float]) -> float:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         return float(mannwhitneyu(base, new, alternative="two-sided").pvalue)
+
+
+def superiority(a: list[float], b: list[float]) -> float:
+    """P(a sample of ``a`` > one of ``b``), ties counting half: the U statistic of ``a`` over n1 * n2."""
+    from scipy.stats import mannwhitneyu
+
+    if len(set(a) | set(b)) == 1:
+        return 0.5
+    return float(mannwhitneyu(a, b, alternative="two-sided").statistic) / (len(a) * len(b))
 
 
 def _direction(change: float, higher_is_better: bool) -> str:
@@ -122,6 +134,7 @@ def compare_results(base: TaskResult, new: TaskResult, thresholds: Thresholds = 
         row.note = "too few samples to test"
         return row
     row.p_value = u_test(base.samples, new.samples)
+    row.effect = superiority(new.samples, base.samples)
     significant = row.p_value < thresholds.alpha
     if significant and big:
         row.verdict = _direction(row.change, higher)
@@ -214,29 +227,51 @@ def _by_suite(items: Iterable[Any], suite_of) -> dict[str, list[Any]]:
     return out
 
 
-def comparison_tables(comparison: Comparison, show_p: bool = True) -> list[Table]:
+def comparison_tables(comparison: Comparison, show_p: bool = True, sides: tuple[str, str] | None = None) -> list[Table]:
+    """A table per suite. ``sides``: the labels of an A/B run's two sides, whose table also shows
+    the change in the benchmark's unit (instructions: exact) and, for wall time, the effect size."""
     tables = []
+    base_label, new_label = sides or ("base", "new")
     for suite, rows in _by_suite(comparison.rows, lambda r: r.suite).items():
-        table = Table(title=f"{suite}: base vs new", title_justify="left")
+        table = Table(title=f"{suite}: {base_label} vs {new_label}", title_justify="left")
         table.add_column("benchmark", overflow="fold")
-        table.add_column("base", justify="right")
-        table.add_column("new", justify="right")
-        table.add_column("change", justify="right")
+        table.add_column(base_label, justify="right")
+        table.add_column(new_label, justify="right")
+        if sides:
+            table.add_column("change", justify="right")
+        table.add_column("change %" if sides else "change", justify="right")
         if show_p:
             table.add_column("p", justify="right")
+        if sides:
+            table.add_column("effect", justify="right")
         table.add_column("verdict")
         for r in rows:
-            change = "" if r.change is None else f"{r.change * 100:+.1f}%"
+            change = "" if r.change is None else f"{r.change * 100:+.{3 if sides else 1}f}%"
             style = VERDICT_STYLE.get(r.verdict, "")
             verdict = f"[{style}]{r.verdict}[/{style}]" if style else r.verdict
             if r.note:
                 verdict += f" [dim]({escape(r.note)})[/dim]"
-            cells = [escape(r.name), _value_text(r.base), _value_text(r.new), change]
+            cells = [escape(r.name), _value_text(r.base), _value_text(r.new)]
+            if sides:
+                cells.append(_difference_text(r))
+            cells.append(change)
             if show_p:
                 cells.append("" if r.p_value is None else f"{r.p_value:.3g}")
+            if sides:
+                cells.append("" if r.effect is None else f"{r.effect:.2f}")
             table.add_row(*cells, verdict)
         tables.append(table)
     return tables
+
+
+def _difference_text(r: Row) -> str:
+    if not (r.base.ok and r.new.ok) or r.change is None:
+        return ""
+    diff = r.new.value - r.base.value
+    if r.base.counts_instructions:
+        return f"{diff:+,.1f}"
+    sign = "+" if diff >= 0 else "-"
+    return sign + format_value(abs(diff), r.base.value_unit)
 
 
 def print_comparison(
@@ -245,10 +280,11 @@ def print_comparison(
     symbols: bool = False,
     top: int = 10,
     notes: Iterable[str] = (),
+    sides: tuple[str, str] | None = None,
 ) -> None:
     for note in notes:
         console.print(f"[yellow]note:[/yellow] {escape(note)}", highlight=False)
-    for table in comparison_tables(comparison):
+    for table in comparison_tables(comparison, sides=sides):
         console.print(table)
     for label, results in (("added (only in new)", comparison.added), ("removed (only in base)", comparison.removed)):
         if results:

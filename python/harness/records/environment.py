@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import platform
+import re
 import socket
 import subprocess
 import sys
@@ -13,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import __version__
+from harness.errors import UsageError
 
 
 def _git_commit() -> str | None:
@@ -86,3 +89,50 @@ def collect(argv: list[str] | None = None) -> dict[str, Any]:
         "start_time": datetime.now(UTC).isoformat(timespec="seconds"),
         "command_line": list(sys.orig_argv if argv is None else argv),
     }
+
+
+def fingerprint() -> dict[str, Any]:
+    """What one side of an A/B run is: this interpreter, its torch build, this harness."""
+    import torch
+
+    config = torch.__config__.show()
+    flags = re.search(r"CXX_FLAGS=(.*?)(?:, [A-Z_]+=|$)", config, re.S)
+    build_type = re.search(r"BUILD_TYPE=(.+?),", config)
+    return {
+        "python": sys.version.split()[0],
+        "executable": sys.executable,
+        "torch": torch.__version__,
+        "torch_git": getattr(torch.version, "git_version", None),
+        "torch_path": str(Path(torch.__file__).parent),
+        "build_type": build_type.group(1) if build_type else None,
+        "cxx_flags": flags.group(1).strip() if flags else None,
+        "harness": __version__,
+        "harness_git": _git_commit(),
+    }
+
+
+# The directory holding the harness package, for another interpreter's PYTHONPATH.
+_PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
+
+
+def interpreter_fingerprint(python: str, label: str) -> dict[str, Any]:
+    """``fingerprint()`` of another interpreter, run with this harness on its path.
+
+    Fails with what to do when that interpreter cannot import harness or torch:
+    the workers of its side could not either.
+    """
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [_PACKAGE_PARENT, env.get("PYTHONPATH")]))
+    code = "import json; from harness.records.environment import fingerprint; print(json.dumps(fingerprint()))"
+    try:
+        proc = subprocess.run([python, "-c", code], capture_output=True, text=True, env=env, timeout=300, check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise UsageError(f"--python {label}={python}: cannot run it ({exc})") from None
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise UsageError(
+            f"--python {label}={python}: it cannot import harness and torch ({last}); that interpreter needs "
+            f"torch installed and the harness dependencies (numpy, rich, scipy); harness itself comes from "
+            f"{_PACKAGE_PARENT} on PYTHONPATH"
+        )
+    return json.loads(proc.stdout.strip().splitlines()[-1])

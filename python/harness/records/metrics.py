@@ -26,11 +26,12 @@ def metric_rows(results: Iterable[TaskResult]) -> list[Row]:
         if not r.ok:
             continue
         metrics = r.extra.get("metrics")
+        side = f"@{r.task.side}" if r.task.side else ""  # an A/B run's rows, one per side
         if isinstance(metrics, dict):
-            name = str(r.extra.get("case") or r.task.name)
+            name = str(r.extra.get("case") or r.task.name) + side
             rows.extend((name, str(metric), float(value)) for metric, value in metrics.items())
         elif r.samples:
-            rows.append((r.task.name, f"median_{r.unit}", r.median))
+            rows.append((r.task.name + side, f"median_{r.unit}", r.median))
     return rows
 
 

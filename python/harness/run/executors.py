@@ -28,6 +28,8 @@ OnResult = Callable[[TaskResult], None]
 
 def check_in_process(options: RunOptions, counter: InstructionCounter | None) -> None:
     """``--in-process`` cannot count with a counter that needs a worker of its own (valgrind)."""
+    if options.in_process and options.pythons:
+        raise UsageError("--in-process cannot run tasks under another interpreter: drop --in-process or --python")
     if options.in_process and counter is not None and counter.worker_prefix():
         raise UsageError(
             f"--in-process cannot count instructions with {counter.name}: it needs its own worker process "
@@ -60,7 +62,8 @@ def run_in_workers(tasks: Sequence[Task], options: RunOptions, counter: Instruct
     wall = [t for t in tasks if t.mode != "instructions"]
     counted = [t for t in tasks if t.mode == "instructions"]
     if wall:
-        WorkerPool(jobs=options.jobs, timeout=options.timeout, kinds=refs).run(wall, options.min_run_time, on_result)
+        WorkerPool(jobs=options.jobs, timeout=options.timeout, kinds=refs, pythons=options.sides).run(
+            wall, options.min_run_time, on_result)
     if counted and counter is not None:
         keep = options.keep_seconds
         kept: Callable[[int], KeptWorker | None] | None = None
@@ -70,7 +73,7 @@ def run_in_workers(tasks: Sequence[Task], options: RunOptions, counter: Instruct
 
         WorkerPool(
             jobs=options.jobs, prefix=counter.worker_prefix(), env=counter.worker_env(),
-            timeout=options.timeout, diagnostics=counter.diagnostics, kept=kept, kinds=refs,
+            timeout=options.timeout, diagnostics=counter.diagnostics, kept=kept, kinds=refs, pythons=options.sides,
         ).run(counted, options.min_run_time, on_result)
 
 

@@ -20,10 +20,14 @@ functions per run in ``extra["symbols"]``), "total" (counts only) or "full"
 from __future__ import annotations
 
 import collections
+import hashlib
+import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from harness.errors import UsageError
+from harness.files.atomic import atomic_write_text
 from harness.measure.callgrind.globals import load_globals
 from harness.measure.callgrind.profile import Profile
 from harness.measure.callgrind.stats import is_noisy, standardize_symbol
@@ -36,6 +40,7 @@ from harness.measure.threads import torch_threads
 from harness.model.result import TaskResult
 from harness.model.task import Task
 from harness.options import require_positive
+from harness.workers.zygote import Zygote, zygote_of_this_child
 
 DEFAULT_NUMBER = 100
 TOP_SYMBOLS = 30
@@ -43,6 +48,8 @@ DETAILS = ("total", "symbols", "full")
 
 # (counter, language, number, threads, detail) -> baseline profile, per worker.
 _baselines: dict[tuple[Any, ...], Profile] = {}
+# A task parameter: measure only the baseline and keep it for the zygote's later children.
+BASELINE_ONLY = "baseline_only"
 
 
 def _positive_int(params: Mapping[str, Any], key: str, default: int) -> int:
@@ -97,6 +104,10 @@ def run_timer_instructions(task: Task, min_run_time: float) -> TaskResult:
     want_baseline = bool(p.get("baseline", True)) and python
 
     with torch_threads(threads):
+        if p.get(BASELINE_ONLY):
+            baseline = _measure_baseline(counter, number, detail, scope)
+            _save_baseline(_baseline_key(counter, number, threads, detail, scope), baseline)
+            return instruction_result(task, counter, [baseline], None, number, "total")
         if python:
             block = _python_block(p, p["stmt"], counter, with_globals=True, scope=scope)
         else:
@@ -105,13 +116,70 @@ def run_timer_instructions(task: Task, min_run_time: float) -> TaskResult:
         stmt = measure_block(block, counter, number, repeats, clocked=python, detail=detail, keep_text=keep_text)
         baseline = None
         if want_baseline:
-            key = (counter.name, language.name, number, threads, detail, scope)
-            baseline = _baselines.get(key)
+            key = _baseline_key(counter, number, threads, detail, scope)
+            baseline = _baselines.get(key) or _load_baseline(key)
             if baseline is None:
-                empty = _python_block({}, "pass", counter, with_globals=False, scope=scope)
-                baseline = measure_block(empty, counter, number, 1, clocked=True, detail=detail)[0]
-                _baselines[key] = baseline
+                baseline = _measure_baseline(counter, number, detail, scope)
+            _baselines[key] = baseline
     return instruction_result(task, counter, stmt, baseline, number, detail)
+
+
+def _baseline_key(counter: InstructionCounter, number: int, threads: int, detail: str, scope: str) -> tuple[Any, ...]:
+    return (counter.name, number, threads, detail, scope)
+
+
+def _measure_baseline(counter: InstructionCounter, number: int, detail: str, scope: str) -> Profile:
+    empty = _python_block({}, "pass", counter, with_globals=False, scope=scope)
+    return measure_block(empty, counter, number, 1, clocked=True, detail=detail)[0]
+
+
+def _baseline_file(key: tuple[Any, ...]) -> Path | None:
+    """Where a zygote's children keep a baseline: beside the zygote, one file per key and zygote."""
+    zygote = zygote_of_this_child()
+    return _baseline_path(zygote, key) if zygote is not None else None
+
+
+def _baseline_path(zygote: Zygote, key: tuple[Any, ...]) -> Path:
+    return zygote.own_file(f"baseline-{hashlib.sha256(json.dumps(key).encode()).hexdigest()[:16]}.json")
+
+
+def _load_baseline(key: tuple[Any, ...]) -> Profile | None:
+    path = _baseline_file(key)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8")) if path is not None else None
+    except (OSError, ValueError):
+        return None
+    return Profile(total=data["total"], exclusive=data["exclusive"], inclusive=data["inclusive"]) if data else None
+
+
+def _save_baseline(key: tuple[Any, ...], profile: Profile) -> None:
+    path = _baseline_file(key)
+    if path is not None:
+        atomic_write_text(path, json.dumps(_profile_json(profile)))
+
+
+def baseline_first(task: Task, zygote: Zygote) -> Task | None:
+    """The task measuring ``task``'s baseline in a child of ``zygote`` of its own, when none has yet.
+
+    In a child of a zygote, a baseline measured after the statement would
+    start from the heap the statement's setup left; measured before it, it
+    would cost a second instrumented run in every task. So the worker has it
+    measured once per zygote in a fresh child, and the children read it.
+    """
+    p = task.params
+    if task.kind != "timer" or task.mode != "instructions" or not p.get("baseline", True):
+        return None
+    if parse_language(p.get("language", "python")) is not Language.PYTHON:
+        return None
+    number = _positive_int(p, "number", DEFAULT_NUMBER)
+    threads = _positive_int(p, "num_threads", 1)
+    detail, scope = p.get("detail") or "symbols", p.get("scope") or "function"
+    if _baseline_path(zygote, ("callgrind", number, threads, detail, scope)).exists():
+        return None
+    params = {"stmt": "pass", "number": number, "num_threads": threads, "detail": detail, "scope": scope,
+              BASELINE_ONLY: True}
+    # No suite or name: the request's bytes become the child's heap (see run.worker).
+    return Task(suite="", name="", kind="timer", params=params, mode="instructions")
 
 
 def count_task(task: Task, sampler: Any, *, clocked: bool, baseline: Any = None) -> TaskResult:

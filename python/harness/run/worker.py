@@ -18,13 +18,23 @@ import json
 import os
 import signal
 import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
+
+from harness.model.task import Task
+from harness.run.instructions import baseline_first
+from harness.workers.protocol import request_line
+from harness.workers.zygote import Zygote
 
 
 def serve(result_fd: int) -> int:
     # Imports after the redirect so even import-time prints stay off the pipe.
     from harness.run import dispatch  # noqa: F401 - loaded before saying ready
 
+    zygote = start_zygote()
+    answer_line = _answerer(zygote)
     out = os.fdopen(result_fd, "w", buffering=1, encoding="utf-8")
 
     def send(message: dict[str, Any]) -> None:
@@ -35,11 +45,116 @@ def serve(result_fd: int) -> int:
     for line in sys.stdin:
         if not line.strip():
             continue
-        answer = handle(line)
+        answer = answer_line(line)
         if answer is None:
             break
         send(answer)
+    if zygote is not None:
+        zygote.close()
     return 0
+
+
+def start_zygote() -> Zygote | None:
+    """In a callgrind worker, the zygote every request runs in a fresh child of (``workers.zygote``).
+
+    Only there: callgrind's counts are exact, so the heap a count starts from
+    shows in it; a hardware counter's noise is larger than that.
+    """
+    from harness.core import native
+    from harness.options import CALLGRIND_DIR_ENV, COUNTER_ENV, env
+
+    directory = env(CALLGRIND_DIR_ENV)
+    if env(COUNTER_ENV) != "callgrind" or not directory or not native().callgrind.running_on_valgrind():
+        return None
+    if threading.active_count() > 1:
+        return None  # a fork copies only this thread
+    # What requests use, imported once here rather than in every child.
+    import torch  # noqa: F401
+
+    from harness.run import grouped_task, instructions, sampler_task, timer_task  # noqa: F401
+
+    _warm_up_torch()
+    return Zygote(directory, handle)
+
+
+def _warm_up_torch() -> None:
+    """A small tensor op run a few times with instrumentation on, once, before the zygote is forked.
+
+    Otherwise every child would pay again, under valgrind, what the first
+    count in a process pays: torch's one-time initialisation (CPU capability,
+    allocator, dispatcher) and valgrind's instrumented translation of the
+    interpreter and torch's dispatch (~0.4 s of CPU per child). Nothing is
+    dumped or read back: what a dump holds (pids, times) varies from process
+    to process, and reading it would leave the heap of each worker different.
+    """
+    from harness.core import native
+    from harness.measure.counters.base import warm_up
+    from harness.measure.counters.choice import worker_counter
+    from harness.measure.python_block import PythonBlock
+
+    C = native().callgrind
+    block = PythonBlock("y = x * w + 1", "x = torch.ones(4, 4)\nw = torch.ones(4, 4)", "",
+                        clock_ns=worker_counter().clock())
+    sampler = block.sampler()
+    C.start_instrumentation()
+    try:
+        warm_up(sampler, 10)
+    finally:
+        C.region_end()
+        C.stop_instrumentation()
+
+
+def _answerer(zygote: Zygote | None) -> Callable[[str | bytes], dict[str, Any] | None]:
+    """``handle``, or the same answer from a fresh child of the zygote."""
+    if zygote is None:
+        return handle
+
+    def answer(line: str | bytes) -> dict[str, Any] | None:
+        raw = line.encode() if isinstance(line, str) else line
+        request = json.loads(raw)
+        if request.get("op") == "exit":
+            return None
+        task = Task.from_json(request["task"])
+        first = baseline_first(task, zygote)
+        if first is not None:
+            # Its failure is the statement's to report: a child measures the baseline itself then.
+            done = zygote.run(request_line(first, 0.0))
+            _remove_child_files(zygote.directory, done.pid, keep_log=False)
+        # The child sees the task without its suite and name: a request's bytes become the
+        # child's heap, and a longer name would move the count of the same statement.
+        anonymous = {**request, "task": {**request["task"], "suite": "", "name": ""}}
+        outcome = zygote.run(json.dumps(anonymous).encode())
+        _remove_child_files(zygote.directory, outcome.pid, keep_log=outcome.answer is None)
+        if outcome.answer is not None:
+            if isinstance(outcome.answer.get("result"), dict):
+                outcome.answer["result"]["task"] = request["task"]
+            return outcome.answer
+        return {"result": _failed_child(request, zygote.directory, outcome.pid, outcome.status).to_json()}
+
+    return answer
+
+
+def _failed_child(request: dict[str, Any], directory: Path, pid: int, status: int) -> Any:
+    """The result of a task whose child died without answering: how it died, and valgrind's report."""
+    from harness.measure.callgrind.logs import signal_name, valgrind_log
+    from harness.model.result import TaskResult
+    from harness.model.task import Task
+
+    if os.WIFSIGNALED(status):
+        what = f"the measuring process crashed under valgrind ({signal_name(os.WTERMSIG(status))})"
+    else:
+        what = f"the measuring process exited with status {os.waitstatus_to_exitcode(status)} without an answer"
+    log = valgrind_log(directory / f"valgrind.{pid}.log")
+    _unlink(str(directory), f"valgrind.{pid}.log")
+    error = f"{what}\n--- valgrind ---\n{log}" if log else what
+    return TaskResult(task=Task.from_json(request["task"]), status="failed", error=error)
+
+
+def _remove_child_files(directory: Path, pid: int, keep_log: bool) -> None:
+    """A child's final dump and, unless it is needed for a report, its valgrind log."""
+    _unlink(str(directory), f"callgrind.out.{pid}")
+    if not keep_log:
+        _unlink(str(directory), f"valgrind.{pid}.log")
 
 
 def handle(line: str | bytes) -> dict[str, Any] | None:
@@ -101,6 +216,9 @@ def serve_kept(path: str, idle_timeout: float) -> int:
     from harness.run import dispatch  # noqa: F401
     from harness.workers.kept_server import serve_socket
 
+    zygote = start_zygote()
+    answer_line = _answerer(zygote)
+
     directory = os.path.dirname(path)
 
     def session_ended(pid: int, status: int) -> None:
@@ -111,8 +229,10 @@ def serve_kept(path: str, idle_timeout: float) -> int:
             _unlink(directory, f"valgrind.{pid}.log")
 
     try:
-        return serve_socket(path, idle_timeout, handle, session_ended)
+        return serve_socket(path, idle_timeout, answer_line, session_ended)
     finally:
+        if zygote is not None:
+            zygote.close()
         _remove_own_files(directory)
 
 

@@ -39,12 +39,15 @@ class WorkerPool:
         diagnostics: Callable[[int], str] | None = None,
         kept: Callable[[int], Any] | None = None,
         kinds: Mapping[str, dict[str, Any]] | None = None,
+        pythons: Mapping[str, str] | None = None,
     ) -> None:
         """``diagnostics(pid)``: what the ``prefix`` tool logged about a worker that failed,
         attached to the failed result (e.g. valgrind's report of a crash). ``kept(slot)``:
         a kept worker (``workers.kept``) for that slot, or None to start a private one;
         tasks that need a fresh process never get one. ``kinds``: task kind -> the reference
-        of its runner, sent with each task of a kind a worker cannot know by name."""
+        of its runner, sent with each task of a kind a worker cannot know by name. ``pythons``:
+        side label -> interpreter; a task with a ``side`` runs in a worker of that interpreter
+        (each slot keeps one per side, so sides can alternate task by task)."""
         self.jobs = max(1, jobs)
         self.prefix = list(prefix)
         self.env = env
@@ -53,17 +56,20 @@ class WorkerPool:
         self.diagnostics = diagnostics
         self.kept = kept
         self.kinds = dict(kinds or {})
+        self.pythons = dict(pythons or {})
         self._workers: list[Any] = []
         self._lock = threading.Lock()
         self._stopping = threading.Event()
 
-    def _start_worker(self, slot: int = 0, fresh: bool = False) -> Any:
-        if self.kept is not None and not fresh:
+    def _start_worker(self, slot: int = 0, fresh: bool = False, side: str = "") -> Any:
+        # A kept worker is keyed by this interpreter: another side's never is one.
+        if self.kept is not None and not fresh and not side:
             worker = self.kept(slot)
             if worker is not None:
                 self._track(worker)
                 return worker
-        return WorkerProcess(self.prefix, self.env, self.start_timeout, on_spawn=self._track)
+        return WorkerProcess(self.prefix, self.env, self.start_timeout, on_spawn=self._track,
+                             python=self.pythons.get(side) if side else None)
 
     def _track(self, worker: WorkerProcess) -> None:
         """Known to shutdown() from the moment it exists; one spawned while stopping is killed at once."""
@@ -87,7 +93,9 @@ class WorkerPool:
             notes = diagnostics(pid).strip()
         except Exception as exc:  # diagnostics must never hide the failure itself
             notes = f"(could not read diagnostics: {exc})"
-        return f"\n--- {Path(self.prefix[0]).name if self.prefix else 'worker'} ---\n{notes}" if notes else ""
+        # The tool is the first word of the prefix that is not setarch (which only sets the layout).
+        tools = [Path(word).name for word in self.prefix if not Path(word).name.startswith("setarch")]
+        return f"\n--- {tools[0] if tools else 'worker'} ---\n{notes}" if notes else ""
 
     def _retire(self, worker: WorkerProcess) -> None:
         worker.close()
@@ -98,7 +106,7 @@ class WorkerPool:
     def _run_one(self, worker: Any, task: Task, min_run_time: float, slot: int = 0) -> tuple[Any, TaskResult]:
         try:
             if worker is None:
-                worker = self._start_worker(slot, fresh=bool(task.params.get("fresh_worker")))
+                worker = self._start_worker(slot, fresh=bool(task.params.get("fresh_worker")), side=task.side)
         except WorkerStartFailed as exc:
             return None, TaskResult(task=task, status="failed", error=f"could not start a worker: {exc}{self._notes(exc.pid)}")
         except (TimeoutError, WorkerDied, OSError) as exc:
@@ -134,13 +142,14 @@ class WorkerPool:
         done: queue.Queue[tuple[int, TaskResult] | BaseException] = queue.Queue()
 
         def slot(number: int) -> None:
-            worker: Any = None
+            workers: dict[str, Any] = {}  # side -> its worker
             try:
                 while not self._stopping.is_set():
                     try:
                         index, task = todo.get_nowait()
                     except queue.Empty:
                         break
+                    worker = workers.pop(task.side, None)
                     if worker is not None and task.params.get("fresh_worker"):
                         # The task's figure depends on what its process ran
                         # before (torch.compile's caches shift instruction
@@ -148,11 +157,13 @@ class WorkerPool:
                         self._retire(worker)
                         worker = None
                     worker, result = self._run_one(worker, task, min_run_time, number)
+                    if worker is not None:
+                        workers[task.side] = worker
                     done.put((index, result))
             except BaseException as exc:  # noqa: BLE001 - handed to the main thread
                 done.put(exc)
             finally:
-                if worker is not None:
+                for worker in workers.values():
                     worker.close()
 
         threads = [threading.Thread(target=slot, args=(i,), daemon=True) for i in range(min(self.jobs, len(tasks)))]

@@ -55,13 +55,16 @@ class WorkerProcess:
         env: dict[str, str] | None = None,
         start_timeout: float = WORKER_START_TIMEOUT,
         on_spawn: Callable[[WorkerProcess], None] | None = None,
+        python: str | None = None,
     ):
         """``on_spawn(worker)`` is called as soon as the process exists, before it is ready,
-        so an owner can kill a worker that is still starting (under valgrind, ~10 s)."""
+        so an owner can kill a worker that is still starting (under valgrind, ~10 s).
+        ``python``: the interpreter (default this one); it imports this harness through
+        ``PYTHONPATH`` and its own torch."""
         read_fd, write_fd = os.pipe()
         full_env = worker_env(env)
         self.proc = subprocess.Popen(
-            [*prefix, sys.executable, "-m", WORKER_MODULE, "--result-fd", str(write_fd)],
+            [*prefix, python or sys.executable, "-m", WORKER_MODULE, "--result-fd", str(write_fd)],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,

@@ -22,6 +22,9 @@ from harness.measure.callgrind.counter import CallgrindCounter
 from harness.measure.callgrind.globals import dump_globals
 from harness.measure.callgrind.stats import CallgrindStats, FunctionCounts, empty_counts
 from harness.measure.counters.kept import open_counter_worker
+from harness.measure.cpp.build import build
+from harness.measure.cpp.pch import wait_for_pch
+from harness.measure.cpp.statement import CppStatement
 from harness.measure.language import Language
 from harness.measure.python_block import check_scope
 from harness.model.result import TaskResult
@@ -157,12 +160,31 @@ def collect_callgrind(
         "retain_out_file": bool(retain_out_file),
         "globals": dump_globals(timer._callgrind_globals) if python else None,
     }
+    if not python:
+        _build_here(spec, timer._callgrind_batch_setup)
     task = Task(suite="timer", name="collect_callgrind", kind="timer", params=params, mode="instructions")
     result = shared_worker().run(task, timeout or CALLGRIND_TIMEOUT)
     if not result.ok:
         raise StatementError(f"collect_callgrind failed: {result.error}")
     stats = stats_from_result(result, spec, number, retain_out_file)
     return stats if repeats is not None else stats[0]
+
+
+def _build_here(spec: Any, batch_setup: str | None) -> None:
+    """Compile a C++ statement in this process, as ``bench`` does before a run.
+
+    The worker then only loads it from the cache: compiled in the measuring
+    process, the compiler's run would leave that process in another state
+    than a cache hit does, and the first count would differ from the next.
+    A statement that does not compile is left for the worker to report.
+    """
+    statement = CppStatement(stmt=spec.stmt, setup=spec.setup, global_setup=spec.global_setup,
+                             batch_setup=batch_setup or "")
+    try:
+        build([statement])
+    except HarnessError:
+        return
+    wait_for_pch()
 
 
 def stats_from_result(result: TaskResult, spec: Any, number: int, retain_out_file: bool) -> tuple[CallgrindStats, ...]:

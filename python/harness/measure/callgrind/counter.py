@@ -18,9 +18,12 @@ itself, each with a fresh code object and its own warm-up.
 from __future__ import annotations
 
 import atexit
+import functools
 import os
+import platform
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import threading
@@ -81,6 +84,7 @@ class CallgrindCounter(InstructionCounter):
         valgrind = self.require_valgrind()
         d = self.out_dir()
         return [
+            *_fixed_layout(),
             valgrind,
             "--tool=callgrind",
             "--instr-atstart=no",
@@ -281,6 +285,29 @@ class CallgrindCounter(InstructionCounter):
         dumps, other = self._dumps(pid)
         for path in (*dumps, *other):
             path.unlink(missing_ok=True)
+
+
+def _fixed_layout() -> list[str]:
+    """``setarch -R``: the worker's address space laid out the same in every process.
+
+    With the kernel's randomisation, two workers place the stack, the heap and
+    the libraries apart differently, and what is hashed or aligned by address
+    (dict probes on identity-hashed keys, memcpy's alignment paths) costs a
+    few instructions more or less per run from process to process. Without
+    setarch, or where the kernel refuses, workers run as they are.
+    """
+    setarch = shutil.which("setarch")
+    if setarch is None or not _setarch_works(setarch):
+        return []
+    return [setarch, platform.machine(), "-R"]
+
+
+@functools.cache
+def _setarch_works(setarch: str) -> bool:
+    try:
+        return subprocess.run([setarch, platform.machine(), "-R", "true"], capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
 
 
 def _counted_run(C: Any, sampler: Sampler, number: int, clocked: bool) -> None:
