@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from harness.core import native
 
@@ -56,3 +56,35 @@ def quantile(samples: Iterable[float], q: float) -> float:
 def relative_iqr(summary: Summary) -> float:
     """IQR as a share of the median (0 when the median is not positive)."""
     return summary.iqr / summary.median if summary.median > 0 and math.isfinite(summary.iqr) else 0.0
+
+
+# -- torch's display arithmetic ------------------------------------------------
+# torch.utils.benchmark picks units, digits and significant figures with
+# float32 tensor arithmetic. Tables and reprs are meant to be byte-for-byte
+# torch's, so these few steps are computed the same way (near a power of ten,
+# float32 and float64 disagree about the number of digits).
+
+
+def log10_f32(x: float) -> float:
+    """log10 of ``x`` as torch's default (float32) tensors compute it."""
+    import torch
+
+    return torch.tensor(x).log10().item()
+
+
+def significant_figures(sorted_samples: Sequence[float], median: float, *, floor: float, cap: int) -> int:
+    """Digits of ``median`` that the middle half of the samples justifies, as torch estimates them.
+
+    The spread of the middle half gives a rough 90% confidence interval (z = 1.645,
+    no smaller than ``floor``); the figures are how many powers of ten the median
+    is above it, between 1 and ``cap``.
+    """
+    import torch
+
+    n = len(sorted_samples)
+    middle = sorted_samples[n // 4 : int(math.ceil(3 * n / 4))]
+    std = torch.tensor(middle).std(unbiased=False).item()
+    sqrt_n = torch.tensor(len(middle)).sqrt().item()
+    ci = max(1.645 * std / sqrt_n, floor)
+    figures = math.floor(log10_f32(median / ci))
+    return min(max(figures, 1), cap)
