@@ -111,7 +111,7 @@ def test_compare_tables_match_torch_byte_for_byte():
     mismatches, torch_raised = [], 0
     for seed in range(COMPARE_CASES):
         theirs, ours, flags = _compare_case(seed)
-        want = _outcome(lambda: _render(tb.Compare(theirs), flags))
+        want = _outcome(lambda theirs=theirs, flags=flags: _render(tb.Compare(theirs), flags))
         got = _render(harness.Compare(ours), flags)
         envs = {m.task_spec.env for m in theirs}
         if want == "raised TypeError" and (

@@ -126,7 +126,8 @@ class FunctionCounts:
 
     def _merge(self, other: FunctionCounts, merge_fn: Callable[[int], int]) -> FunctionCounts:
         if self.inclusive != other.inclusive:
-            raise ValueError("cannot merge inclusive and exclusive counts")
+            # AssertionError, as torch raises for the same misuse.
+            raise AssertionError("cannot merge inclusive and exclusive counts: take both from stats(inclusive=...)")
         counts: collections.defaultdict[str, int] = collections.defaultdict(int)
         for c, fn in self:
             counts[fn] += c
