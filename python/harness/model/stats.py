@@ -58,6 +58,30 @@ def relative_iqr(summary: Summary) -> float:
     return summary.iqr / summary.median if summary.median > 0 and math.isfinite(summary.iqr) else 0.0
 
 
+
+def bimodal(samples: Iterable[float], separation: float) -> bool:
+    """Whether the samples fall into two clusters apart by more than ``separation`` x the median.
+
+    A small IQR can hide a second mode (a quarter of the blocks on another core,
+    another clock speed): split at the widest gap between neighbouring sorted
+    samples; it is two modes when each side holds at least two samples and a
+    tenth of them, and the gap is wider than ``separation`` x the median and than
+    the spread within either side.
+    """
+    values = sorted(float(x) for x in samples)
+    n = len(values)
+    if n < 4:
+        return False
+    middle = values[n // 2] if n % 2 else (values[n // 2 - 1] + values[n // 2]) / 2
+    least = max(2, math.ceil(n / 10))
+    for i in range(least, n - least + 1):
+        gap = values[i] - values[i - 1]
+        spread = max(values[i - 1] - values[0], values[-1] - values[i])
+        if gap > separation * abs(middle) and gap > spread:
+            return True
+    return False
+
+
 # -- torch's display arithmetic ------------------------------------------------
 # torch.utils.benchmark picks units, digits and significant figures with
 # float32 tensor arithmetic. Tables and reprs are meant to be byte-for-byte
