@@ -90,7 +90,14 @@ def bimodal(samples: Iterable[float], separation: float) -> bool:
 
 
 def log10_f32(x: float) -> float:
-    """log10 of ``x`` as torch's default (float32) tensors compute it."""
+    """log10 of ``x`` whose floor and ceiling are those of torch's float32 ``tensor(x).log10()``.
+
+    Only near an integer can float32 rounding move a floor or ceiling, so only
+    there is torch asked (importing it takes seconds; plain tables need not).
+    """
+    value = math.log10(x) if x > 0 else math.nan
+    if math.isfinite(value) and abs(value - round(value)) > 1e-4:
+        return value
     import torch
 
     return torch.tensor(x).log10().item()
