@@ -103,19 +103,15 @@ def parse_keyword_expression(pattern: str) -> Predicate:
         at += 1
         return tokens[at - 1]
 
-    def expr() -> Predicate:
-        parts = [and_expr()]
-        while peek() == "or":
+    def chain(operator: str, operand: Callable[[], Predicate], combine: Callable[..., bool]) -> Predicate:
+        parts = [operand()]
+        while peek() == operator:
             take()
-            parts.append(and_expr())
-        return parts[0] if len(parts) == 1 else (lambda t: any(p(t) for p in parts))
+            parts.append(operand())
+        return parts[0] if len(parts) == 1 else (lambda t: combine(p(t) for p in parts))
 
-    def and_expr() -> Predicate:
-        parts = [unary()]
-        while peek() == "and":
-            take()
-            parts.append(unary())
-        return parts[0] if len(parts) == 1 else (lambda t: all(p(t) for p in parts))
+    def expr() -> Predicate:
+        return chain("or", lambda: chain("and", unary, all), any)
 
     def unary() -> Predicate:
         word, column = take()
