@@ -80,6 +80,10 @@ def test_failures_reported_run_continues(cli, suites):
     [
         (["bench", "nope"], "unknown suite 'nope'; available: broken, quick"),
         (["bench", "-k", "zzz"], "no benchmarks match -k 'zzz'"),
+        (["bench", "-k", "mul and"], "-k 'mul and': expected a name after 'and' at column 8\n  mul and\n         ^"),
+        (["bench", "-k", "mul noop"], "-k 'mul noop': expected 'and' or 'or' before 'noop' at column 5"),
+        (["list", "-k", "(mul or noop"], "-k '(mul or noop': '(' is never closed at column 1"),
+        (["list", "-k", "mul)"], "')' without a matching '('"),
         (["bench", "quick", "--min-run-time", "0"], "--min-run-time must be > 0"),
     ],
 )

@@ -173,3 +173,40 @@ def test_unwritable_output_is_reported(inner: pytest.Pytester):
     result = inner.runpytest("--harness-output", "blocker/run.json", "--harness-min-run-time", "0.01")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stdout.fnmatch_lines(["harness: error: *blocker/run.json*cannot write*"])
+
+
+def test_the_test_run_loads_only_the_plugins_the_project_names(pytestconfig):
+    """Plugins installed in the system's site-packages (which the venv sees on purpose)
+    stay out of this run; harness's own plugin is in (pyproject's addopts)."""
+    loaded = {
+        getattr(plugin, "__name__", type(plugin).__module__)
+        for _, plugin in pytestconfig.pluginmanager.list_name_plugin()
+        if plugin is not None
+    }
+    installed = {
+        ep.value.split(":")[0]
+        for ep in importlib.metadata.entry_points(group="pytest11")
+        if not ep.value.startswith("harness")
+    }
+    assert "harness.pytest_plugin" in loaded
+    assert not installed & loaded, f"foreign plugins loaded: {sorted(installed & loaded)}"
+    assert pytestconfig.getini("addopts") and "--disable-plugin-autoload" in pytestconfig.getini("addopts")
+
+
+def test_the_test_run_shows_no_torch_internal_deprecations(tmp_path, repo):
+    """Inductor imports torch.utils.mkldnn, whose classes use the deprecated
+    `torch.jit.script_method`: the project's ini filters that one message (and only it)."""
+    (tmp_path / "test_inner.py").write_text(
+        "import warnings\n"
+        "import torch.utils.mkldnn\n\n"
+        "def test_other_deprecations_still_show():\n"
+        "    warnings.warn('still shown', DeprecationWarning)\n"
+    )
+    r = subprocess.run(
+        [sys.executable, "-m", "pytest", "-c", str(repo / "pyproject.toml"), "--rootdir", str(tmp_path),
+         "-p", "no:cacheprovider", str(tmp_path / "test_inner.py")],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "script_method" not in r.stdout
+    assert "still shown" in r.stdout

@@ -14,7 +14,10 @@ double quantile_sorted(const std::vector<double>& sorted, double q) {
   const auto lo = static_cast<std::size_t>(std::floor(pos));
   const std::size_t hi = std::min(lo + 1, n - 1);
   const double frac = pos - static_cast<double>(lo);
-  return sorted[lo] + (sorted[hi] - sorted[lo]) * frac;
+  const double below = sorted[lo], above = sorted[hi];
+  // torch.lerp's two-sided form: quantiles equal torch.quantile's to the last
+  // bit, so a median printed by harness and by torch never differs in a digit.
+  return frac < 0.5 ? below + frac * (above - below) : above - (above - below) * (1.0 - frac);
 }
 
 Stats compute_stats(std::vector<double> samples) {

@@ -18,7 +18,7 @@ from harness._version import __version__
 from harness.define.grouped import GroupedModules, GroupedSetup, GroupedStmts
 from harness.define.grouped_variants import GroupedVariants, parse_stmts
 from harness.define.suite import Suite, TimerDefinition
-from harness.errors import BuildError, HarnessError, StatementError, UsageError
+from harness.errors import BuildError, CallgrindFailed, HarnessError, StatementError, UsageError
 from harness.measure.callable_timer import timeit
 from harness.measure.callgrind.stats import CallgrindStats, FunctionCount, FunctionCounts
 from harness.measure.language import Language
@@ -44,6 +44,7 @@ def __getattr__(name: str) -> object:
 
 __all__ = [
     "BuildError",
+    "CallgrindFailed",
     "CallgrindStats",
     "Compare",
     "FunctionCount",

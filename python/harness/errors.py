@@ -22,6 +22,35 @@ class StatementError(HarnessError):
 
     exit_code = 1
 
+    def __str__(self) -> str:
+        # Our message, even when mixed with a type whose str differs (KeyError quotes it).
+        return str(self.args[0]) if self.args else ""
+
+    @classmethod
+    def like(cls, original: BaseException, message: str) -> StatementError:
+        """A StatementError that is also an instance of ``original``'s type.
+
+        torch's Timer lets the statement's own exception through (SyntaxError,
+        ZeroDivisionError, ...), so ``except ZeroDivisionError`` around a Timer keeps
+        working with harness, which adds the statement's line to the message.
+        """
+        base = type(original)
+        if not isinstance(original, Exception) or isinstance(original, HarnessError):
+            return cls(message)
+        try:
+            mixed = _MIXED.get((cls, base)) or type(cls.__name__, (cls, base), {"__module__": cls.__module__})
+            _MIXED[(cls, base)] = mixed
+            return mixed(message)
+        except TypeError:  # a type that cannot be mixed in or built from one message
+            return cls(message)
+
+
+_MIXED: dict[tuple[type, type], type] = {}
+
+
+class CallgrindFailed(StatementError, OSError):
+    """``collect_callgrind``'s measuring process failed (torch raises OSError there)."""
+
 
 class BuildError(HarnessError):
     """Building native code failed."""

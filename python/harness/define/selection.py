@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from harness.errors import UsageError
 from harness.model.task import Task
@@ -58,32 +59,94 @@ def with_sides(tasks: list[Task], sides: Sequence[str]) -> list[Task]:
 
 
 def matches(task: Task, pattern: str | None) -> bool:
-    """pytest-style -k: a substring, or a glob when it has wildcards; `a or b`, `not a` work."""
-    if not pattern:
+    """pytest-style -k: a substring, or a glob when it has wildcards; `and`, `or`, `not` and
+    parentheses combine them. A malformed expression is a UsageError saying what and where."""
+    if not pattern or not pattern.strip():
         return True
-    name = task.full_name
+    return parse_keyword_expression(pattern)(task)
 
-    def term(t: str) -> bool:
-        t = t.strip()
-        if t in (name, task.name):  # exact names hold brackets, which globs would read as classes
-            return True
-        if any(c in t for c in "*?["):
-            return fnmatch.fnmatchcase(name, t) or fnmatch.fnmatchcase(task.name, t)
-        return t in name
 
-    alternatives = re.split(r"\s+or\s+", pattern.strip())
-    for alt in alternatives:
-        parts = re.split(r"\s+and\s+", alt)
-        ok = True
-        for part in parts:
-            part = part.strip()
-            if part.startswith("not "):
-                ok = ok and not term(part[4:])
-            else:
-                ok = ok and term(part)
-        if ok:
+Predicate = Callable[[Task], bool]
+
+
+def _term(text: str) -> Predicate:
+    def match(task: Task) -> bool:
+        name = task.full_name
+        if text in (name, task.name):  # exact names hold brackets, which globs would read as classes
             return True
-    return False
+        if any(c in text for c in "*?["):
+            return fnmatch.fnmatchcase(name, text) or fnmatch.fnmatchcase(task.name, text)
+        return text in name
+
+    return match
+
+
+_TOKEN = re.compile(r"\s*(?:(?P<paren>[()])|(?P<word>[^\s()]+))")
+
+
+@functools.lru_cache(maxsize=64)
+def parse_keyword_expression(pattern: str) -> Predicate:
+    """The predicate of a -k expression: ``expr := and_expr ("or" and_expr)*``,
+    ``and_expr := unary ("and" unary)*``, ``unary := "not" unary | "(" expr ")" | NAME``."""
+    tokens: list[tuple[str, int]] = []
+    pos = 0
+    while pos < len(pattern) and pattern[pos:].strip():
+        m = _TOKEN.match(pattern, pos)
+        assert m is not None  # every non-blank character starts a parenthesis or a word
+        tokens.append((m.group("paren") or m.group("word"), m.start("paren") if m.group("paren") else m.start("word")))
+        pos = m.end()
+    at = 0
+
+    def fail(what: str, column: int) -> UsageError:
+        return UsageError(
+            f"-k {pattern!r}: {what} at column {column + 1}\n  {pattern}\n  {' ' * column}^\n"
+            "  -k takes names (substrings or globs) joined by and, or, not and parentheses, "
+            "e.g. -k 'mul and not 64x64'"
+        )
+
+    def peek() -> str | None:
+        return tokens[at][0] if at < len(tokens) else None
+
+    def take() -> tuple[str, int]:
+        nonlocal at
+        if at >= len(tokens):
+            last = tokens[-1] if tokens else ("", 0)
+            raise fail(f"expected a name after {last[0]!r}" if tokens else "empty expression", len(pattern))
+        at += 1
+        return tokens[at - 1]
+
+    def chain(operator: str, operand: Callable[[], Predicate], combine: Callable[..., bool]) -> Predicate:
+        parts = [operand()]
+        while peek() == operator:
+            take()
+            parts.append(operand())
+        return parts[0] if len(parts) == 1 else (lambda t: combine(p(t) for p in parts))
+
+    def expr() -> Predicate:
+        return chain("or", lambda: chain("and", unary, all), any)
+
+    def unary() -> Predicate:
+        word, column = take()
+        if word == "not":
+            inner = unary()
+            return lambda t: not inner(t)
+        if word == "(":
+            inner = expr()
+            if peek() != ")":
+                raise fail("'(' is never closed", column)
+            take()
+            return inner
+        if word in (")", "and", "or"):
+            raise fail(f"expected a name, got {word!r}", column)
+        return _term(word)
+
+    predicate = expr()
+    if at < len(tokens):
+        word, column = tokens[at]
+        if word == ")":
+            raise fail("')' without a matching '('", column)
+        raise fail(f"expected 'and' or 'or' before {word!r}", column)
+    return predicate
 
 
 def only(tasks: list[Task], names: Sequence[str]) -> list[Task]:
@@ -98,6 +161,8 @@ def only(tasks: list[Task], names: Sequence[str]) -> list[Task]:
 
 def select(tasks: Sequence[Task], pattern: str | None = None, names: Sequence[str] | None = None) -> list[Task]:
     """``-k PATTERN``, then ``--only NAME...``; no task left is an error."""
+    if pattern and pattern.strip():
+        parse_keyword_expression(pattern)  # a malformed expression is reported even with no tasks
     chosen = [t for t in tasks if matches(t, pattern)]
     if names:
         chosen = only(chosen, names)

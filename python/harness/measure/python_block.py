@@ -57,8 +57,8 @@ def _syntax_check(where: str, code: str) -> ast.Module:
         return ast.parse(code, filename=f"<{where}>", mode="exec")
     except SyntaxError as exc:
         line = (exc.text or "").strip()
-        raise StatementError(
-            f"{where} line {exc.lineno}: {exc.msg}: {line!r}\n  in {where}:\n{textwrap.indent(code, '    ')}"
+        raise StatementError.like(
+            exc, f"{where} line {exc.lineno}: {exc.msg}: {line!r}\n  in {where}:\n{textwrap.indent(code, '    ')}"
         ) from None
 
 
@@ -224,8 +224,8 @@ class PythonBlock:
                 raise
             section, line = where
             text = self.code[section].splitlines()[line - 1].strip() if self.code[section] else ""
-            raise StatementError(
-                f"{section} line {line} ({text!r}) raised {type(exc).__name__}: {exc}"
+            raise StatementError.like(
+                exc, f"{section} line {line} ({text!r}) raised {type(exc).__name__}: {exc}"
             ) from exc
 
     def _locate(self, exc: BaseException) -> tuple[str, int] | None:

@@ -49,6 +49,8 @@ class Timer:
             raise UsageError(f"setup must be a string, got {type(setup).__name__}")
         require_positive("num_threads", num_threads, int)
         self._language = parse_language(language)
+        if self._language is Language.CPP and globals:
+            raise UsageError("C++ timing does not support globals: define the values in `setup` instead")
         # Kept for collect_callgrind, which rebuilds the statement in its worker.
         self._callgrind_globals = dict(globals or {})
         self._callgrind_batch_setup = batch_setup

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import statistics
 import textwrap
 from collections.abc import Iterable
 from typing import Any
@@ -62,10 +61,15 @@ _TASKSPEC_FIELDS = tuple(f.name for f in dataclasses.fields(TaskSpec))
 
 
 def select_unit(seconds: float) -> tuple[str, float]:
-    """The largest of ns/us/ms/s in which ``seconds`` is >= 1 (ns for anything smaller)."""
+    """The largest of ns/us/ms/s in which ``seconds`` is >= 1 (ns for anything smaller).
+
+    The exponent is torch's (float32 log10), so a time on a unit boundary gets
+    the unit torch gives it. Unlike torch, a time under 1 ns is shown in ns
+    (torch shows "0.00 s") and zero or a non-finite time in s (torch raises).
+    """
     if not seconds or not math.isfinite(seconds):
         return "s", 1.0
-    exponent = int(math.floor(math.log10(abs(seconds)) / 3))
+    exponent = int(stats.log10_f32(abs(seconds)) // 3)
     unit = {-1: "ms", -2: "us"}.get(exponent, "s" if exponent >= 0 else "ns")
     return unit, {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[unit]
 
@@ -75,12 +79,15 @@ def unit_to_english(unit: str) -> str:
 
 
 def trim_sigfig(x: float, n: int) -> float:
-    """Round ``x`` to ``n`` significant figures."""
+    """Round ``x`` to ``n`` significant figures, in torch's float32 steps (zero and NaN stay)."""
+    if n != int(n):
+        raise AssertionError("Number of significant figures must be an integer")
     if x == 0 or math.isnan(x):
         return x
-    magnitude = int(math.floor(math.log10(abs(x))))
-    scale = 10 ** (magnitude - n + 1)
-    return round(x / scale) * scale
+    import torch
+
+    scale = 10 ** (math.ceil(stats.log10_f32(abs(x))) - n)
+    return float(torch.tensor(x / scale).round() * scale)
 
 
 @dataclasses.dataclass(repr=False)
@@ -157,15 +164,11 @@ class Measurement:
     @property
     def significant_figures(self) -> int:
         """Digits of the median that are meaningful, from the spread of the middle half."""
-        sorted_times = sorted(self.times)
-        n = len(sorted_times)
-        if n == 0:
+        if not self.raw_times:
             return 1
-        middle = sorted_times[n // 4 : math.ceil(3 * n / 4)]
-        std = statistics.pstdev(middle) if len(middle) > 1 else 0.0
-        ci = max(1.645 * std / math.sqrt(len(middle)), MIN_CONFIDENCE_INTERVAL)
-        figures = int(math.floor(math.log10(self.median / ci))) if self.median > 0 else 1
-        return min(max(figures, 1), MAX_SIGNIFICANT_FIGURES)
+        return stats.significant_figures(
+            sorted(self.times), self.median, floor=MIN_CONFIDENCE_INTERVAL, cap=MAX_SIGNIFICANT_FIGURES
+        )
 
     @property
     def has_warnings(self) -> bool:

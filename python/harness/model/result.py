@@ -69,8 +69,20 @@ class TaskResult:
         return stats.relative_iqr(self.summary)
 
     @property
+    def bimodal(self) -> bool:
+        return self.ok and stats.bimodal(self.samples, NOISY_IQR_FRACTION)
+
+    @property
     def noisy(self) -> bool:
-        return self.ok and self.relative_iqr > NOISY_IQR_FRACTION
+        """IQR above the threshold, or two modes: the median alone is not to be trusted."""
+        return self.ok and (self.relative_iqr > NOISY_IQR_FRACTION or self.bimodal)
+
+    @property
+    def noise_mark(self) -> str:
+        """torch's mark for a noisy measurement, "(! XX%)" (IQR / median), or "(! bimodal)"; "" when quiet."""
+        if not self.noisy:
+            return ""
+        return "(! bimodal)" if self.bimodal else f"(! {self.relative_iqr * 100:.0f}%)"
 
     @property
     def median(self) -> float:

@@ -1,15 +1,25 @@
-"""Compare: side-by-side tables of Measurements, the same layout as torch's Compare.
+"""Compare: side-by-side tables of Measurements, byte for byte torch's Compare.
 
-One table per label; a row per (threads, env, sub_label or stmt); a column per
-description; medians in one unit per table with optional significant-figure
-trimming, colouring relative to the best cell, and IQR warnings.
+One table per label; a row per (threads, env, sub_label or stmt), grouped by
+thread count; a column per description; medians in one unit per table, with
+optional significant-figure trimming, colouring relative to the best cell
+and IQR warnings. Scripts parse and diff these tables, so the layout (centred
+cells, widths, the double reset after a bold colour, the trailing footnote)
+is torch's exactly; ``tests/present/test_torch_parity.py`` checks it over a
+generated grid.
+
+Deliberate differences (also in the README): a column without a description
+gets an empty header (torch raises TypeError), and ``results`` may be any
+iterable, a generator included (torch reads it twice and keeps nothing).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable
 
+from harness.model import stats
 from harness.model.measurement import Measurement, select_unit, trim_sigfig, unit_to_english
 
 BEST = "\033[92m"
@@ -19,8 +29,11 @@ VERY_BAD = "\033[31m"
 BOLD = "\033[1m"
 TERMINATE = "\033[0m"
 
+HIGH_VARIANCE_NOTE = "(! XX%) Measurement has high variance, where XX is the IQR / median * 100."
+
 
 def _color(segment: str, value: float, best: float) -> str:
+    """``segment`` coloured by how far ``value`` is from the best value it is compared with."""
     if value <= best * 1.01 or value <= best + 100e-9:
         return BEST + BOLD + segment + TERMINATE * 2
     if value <= best * 1.1:
@@ -28,11 +41,118 @@ def _color(segment: str, value: float, best: float) -> str:
     if value >= best * 5:
         return VERY_BAD + BOLD + segment + TERMINATE * 2
     if value >= best * 2:
-        return BAD + segment + TERMINATE
+        return BAD + segment + TERMINATE * 2
     return segment
 
 
+RowKey = tuple[int, str, str]
+
+
+@dataclasses.dataclass
+class _ColumnFormat:
+    """How one description's numbers are written: one width and precision for the column."""
+
+    template: str
+    warnings: bool
+    trim: bool
+
+    @classmethod
+    def of(cls, cells: list[Measurement], scale: float, trim: bool, highlight: bool) -> _ColumnFormat:
+        # Digits before the point as torch counts them (ceil of a float32 log10).
+        digits = [math.ceil(stats.log10_f32(m.median / scale)) for m in cells]
+        decimals = min(max(m.significant_figures - d, 0) for d, m in zip(digits, cells, strict=True)) if trim else 1
+        width = max(digits) + decimals + (1 if decimals else 0)
+        warnings = highlight and any(m.has_warnings for m in cells)
+        return cls(f"{{:>{width}.{decimals}f}}{{:>{7 if warnings else 0}}}", warnings, trim)
+
+    def text(self, m: Measurement | None, scale: float) -> str:
+        if m is None:
+            return " " * len(self._number(1.0, 1, ""))
+        spread = f" (! {m.iqr / m.median * 100:.0f}%)" if self.warnings and m.has_warnings else ""
+        return self._number(m.median / scale, m.significant_figures, spread)
+
+    def _number(self, value: float, figures: int, spread: str) -> str:
+        return self.template.format(trim_sigfig(value, figures) if self.trim else value, spread)
+
+
+class _Table:
+    """One label's table."""
+
+    def __init__(self, results: list[Measurement], colorize: str | None, trim: bool, highlight: bool) -> None:
+        self.label = results[0].label
+        self.results = results
+        self.colorize = colorize
+        self.highlight = highlight
+        self.unit, self.scale = select_unit(min(m.median for m in results))
+        # Rows keep the order statements were first seen within each (threads, env).
+        keys = list(dict.fromkeys((m.num_threads, m.env, m.as_row_name) for m in results))
+        self.row_keys: list[RowKey] = sorted(keys, key=lambda k: (k[0], k[1]))
+        self.columns: list[str | None] = list(dict.fromkeys(m.description for m in results))
+        self.cells = {((m.num_threads, m.env, m.as_row_name), m.description): m for m in results}
+        self.formats = [
+            _ColumnFormat.of([m for k in self.row_keys if (m := self.cells.get((k, c)))], self.scale, trim, highlight)
+            for c in self.columns
+        ]
+
+    def _row(self, key: RowKey) -> list[Measurement | None]:
+        return [self.cells.get((key, c)) for c in self.columns]
+
+    def _names(self) -> list[str]:
+        envs = {m.env for m in self.results}
+        env_width = max(len(e) for e in envs) + 4 if len(envs) > 1 else 4
+        names, previous = [], None
+        for threads, env, row_name in self.row_keys:
+            if previous is None or previous[0] != threads:
+                previous = (threads, "")  # a new thread group names its env again
+            shown = f"({env})" if len(envs) > 1 and env != previous[1] else ""
+            names.append("  " + shown.ljust(env_width) + row_name)
+            previous = (threads, env)
+        return names
+
+    def _best(self, key: RowKey) -> list[float | None]:
+        row = self._row(key)
+        if self.colorize == "row":
+            best = min(m.median for m in row if m is not None)
+            return [best] * len(row)
+        if self.colorize == "column":
+            group = [k for k in self.row_keys if k[0] == key[0]]
+            return [
+                min((m.median for k in group if (m := self.cells.get((k, c)))), default=None)
+                for c in self.columns
+            ]
+        return [None] * len(row)
+
+    def render(self) -> str:
+        header = ["", *(c or "" for c in self.columns)]
+        body = [
+            [name, *(f.text(m, self.scale) for f, m in zip(self.formats, self._row(k), strict=True))]
+            for name, k in zip(self._names(), self.row_keys, strict=True)
+        ]
+        widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
+        lines = ["  |  ".join(s.center(w) for s, w in zip(header, widths, strict=True))]
+        total = len(lines[0])
+        previous_threads = None
+        for key, texts in zip(self.row_keys, body, strict=True):
+            if key[0] != previous_threads:
+                lines.append(f"{key[0]} threads: ".ljust(total, "-"))
+                previous_threads = key[0]
+            cells = [texts[0].ljust(widths[0])]
+            for text, width, m, best in zip(texts[1:], widths[1:], self._row(key), self._best(key), strict=True):
+                text = text.center(width)
+                cells.append(_color(text, m.median, best) if m is not None and best is not None else text)
+            lines.append("  |  ".join(cells))
+        warned = self.highlight and any(m.has_warnings for m in self.results)
+        title = f" {self.label or ''} ".center(total - 2, "-")
+        return (
+            f"[{title}]\n" + "\n".join(lines) + "\n\n"
+            f"Times are in {unit_to_english(self.unit)}s ({self.unit}).\n"
+            + (HIGH_VARIANCE_NOTE + "\n" if warned else "")
+        )
+
+
 class Compare:
+    """Tables of many Measurements side by side, as ``torch.utils.benchmark.Compare`` prints them."""
+
     def __init__(self, results: Iterable[Measurement]) -> None:
         self._results: list[Measurement] = []
         self.extend_results(results)
@@ -44,6 +164,8 @@ class Compare:
         return "\n".join(self._render())
 
     def extend_results(self, results: Iterable[Measurement]) -> None:
+        """Add more Measurements; anything else is refused with torch's ValueError."""
+        results = list(results)
         for r in results:
             if not isinstance(r, Measurement):
                 raise ValueError(f"Expected an instance of `Measurement`, got {type(r)} instead.")
@@ -61,91 +183,11 @@ class Compare:
     def print(self) -> None:
         print(str(self))
 
-    # -- rendering ------------------------------------------------------------
     def _render(self) -> list[str]:
-        merged = Measurement.merge(self._results)
         by_label: dict[str | None, list[Measurement]] = {}
-        for m in merged:
+        for m in Measurement.merge(self._results):
             by_label.setdefault(m.label, []).append(m)
-        out: list[str] = []
-        for label, group in by_label.items():
-            out.extend(self._table(label, group))
-            out.append("")
-        return out
-
-    def _table(self, label: str | None, group: list[Measurement]) -> list[str]:
-        columns: list[str | None] = list(dict.fromkeys(m.description for m in group))
-        row_keys = list(dict.fromkeys((m.num_threads, m.env, m.as_row_name) for m in group))
-        cells = {((m.num_threads, m.env, m.as_row_name), m.description): m for m in group}
-        unit, scale = select_unit(min(m.median for m in group))
-
-        def value(m: Measurement) -> float:
-            v = m.median / scale
-            return trim_sigfig(v, m.significant_figures) if self._trim_significant_figures else v
-
-        # One number format per column, wide enough for its largest value and
-        # with as many decimals as its least precise cell justifies.
-        formats: dict[str | None, str] = {}
-        for col in columns:
-            ms = [cells[(k, col)] for k in row_keys if (k, col) in cells]
-            leading = [max(int(math.ceil(math.log10(value(m)))), 1) if value(m) > 0 else 1 for m in ms]
-            if self._trim_significant_figures:
-                decimals = min(max(m.significant_figures - d, 0) for d, m in zip(leading, ms, strict=True))
-            else:
-                decimals = 1
-            width = max(leading) + decimals + (1 if decimals else 0)
-            formats[col] = f"{{:>{width}.{decimals}f}}"
-
-        best_in_col = {
-            col: min(cells[(k, col)].median for k in row_keys if (k, col) in cells) for col in columns
-        }
-        rows_text: list[list[str]] = []
-        for key in row_keys:
-            present = [cells[(key, c)].median for c in columns if (key, c) in cells]
-            row = []
-            for col in columns:
-                m = cells.get((key, col))
-                if m is None:
-                    row.append("")
-                    continue
-                text = formats[col].format(value(m))
-                if self._highlight_warnings and m.has_warnings:
-                    text += f" (! {m.iqr / m.median * 100:.0f}%)"
-                row.append(text)
-            rows_text.append(row)
-            if self._colorize:
-                for i, col in enumerate(columns):
-                    m = cells.get((key, col))
-                    if m is not None:
-                        best = min(present) if self._colorize == "row" else best_in_col[col]
-                        row[i] = (row[i], m.median, best)  # type: ignore[call-overload]
-
-        names = ["" if len({k[1] for k in row_keys}) <= 1 else f"({k[1]}) " for k in row_keys]
-        names = [f"{n}{k[2]}" for n, k in zip(names, row_keys, strict=True)]
-        name_width = max([len(n) for n in names] + [10]) + 6
-        col_widths = [
-            max([len(str(col or ""))] + [len(r[i][0] if isinstance(r[i], tuple) else r[i]) for r in rows_text])
-            for i, col in enumerate(columns)
+        return [
+            _Table(group, self._colorize, self._trim_significant_figures, self._highlight_warnings).render()
+            for group in by_label.values()
         ]
-
-        def fmt_cell(cell: object, width: int) -> str:
-            if isinstance(cell, tuple):
-                text, v, best = cell
-                return _color(text.rjust(width), v, best)
-            return str(cell).rjust(width)
-
-        header = " " * name_width + "|" + "|".join(f"  {str(c or '').center(w)}  " for c, w in zip(columns, col_widths, strict=True))
-        total = len(header)
-        title = f" {label} " if label else ""
-        lines = [f"[{title.center(total - 2, '-')}]", header]
-        last_threads = None
-        for key, name, row in zip(row_keys, names, rows_text, strict=True):
-            if key[0] != last_threads:
-                prefix = f"{key[0]} threads: "
-                lines.append(prefix + "-" * max(total - len(prefix), 0))
-                last_threads = key[0]
-            cells_txt = "|".join(f"  {fmt_cell(c, w)}  " for c, w in zip(row, col_widths, strict=True))
-            lines.append(f"      {name}".ljust(name_width) + "|" + cells_txt)
-        lines.append("")
-        lines.append(f"Times are in {unit_to_english(unit)}s ({unit}).")
-        return lines

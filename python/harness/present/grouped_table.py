@@ -17,6 +17,7 @@ from rich.table import Table
 
 from harness.define.grouped import COLUMN_TITLES
 from harness.model.result import TaskResult
+from harness.present.table import name_column, noise_caption
 
 COLUMNS = (("py", "eager"), ("py", "ts"), ("cpp", "eager"), ("cpp", "ts"))
 _LANG = {"python": "py", "cpp": "cpp"}
@@ -35,13 +36,29 @@ def _row_key(r: TaskResult) -> tuple[str, str, int]:
     return group, str(p.get("autograd", "forward")), int(p.get("num_threads", 1) or 1)
 
 
+# Python eager does everything C++ eager does and more, so its overhead cannot be negative.
+NEGATIVE_NOTE = (
+    "(! <0): Python measured faster than C++, which it cannot be: the difference is noise; "
+    "run again with a longer --min-run-time."
+)
+
+
 def _cell(r: TaskResult | None, unit: str) -> str:
     if r is None:
         return ""
     if not r.ok:
         return "[red]failed[/red]"
     text = f"{r.median * 1e6:.3g}" if unit == "s" else f"{r.median:,.0f}"
-    return text + (" [yellow]![/yellow]" if r.noisy else "")
+    return text + (f" [yellow]{escape(r.noise_mark)}[/yellow]" if r.noisy else "")
+
+
+def _overhead(py: TaskResult, cpp: TaskResult, time_unit: bool) -> tuple[str, str, bool]:
+    """The overhead and its share of Python eager; marked when noise made it negative."""
+    diff = py.median - cpp.median
+    text = f"{diff * 1e9:,.0f}" if time_unit else f"{diff:,.0f}"
+    if diff < 0:
+        return f"{text} [yellow]{escape('(! <0)')}[/yellow]", "", True
+    return text, (f"{diff / py.median:.0%}" if py.median > 0 else ""), False
 
 
 def grouped_table(title: str, results: Iterable[TaskResult]) -> Group:
@@ -59,26 +76,32 @@ def unit_table(title: str, results: Iterable[TaskResult], unit: str = "s") -> Ta
         rows.setdefault(_row_key(r), {})[_column(r)] = r
     several_threads = len({k[2] for k in rows}) > 1
     time_unit = unit == "s"
-    table = Table(
-        title=f"{title}: {'median time per run' if time_unit else 'instructions per run'}",
-        title_justify="left",
-        caption="! = IQR above 10% of the median (noisy); overhead % is of the Python eager figure",
-        caption_justify="left",
-    )
-    table.add_column("benchmark")
-    for col in COLUMNS:
-        table.add_column(f"{COLUMN_TITLES[col]}{' (µs)' if time_unit else ''}", justify="right")
-    table.add_column(f"Python overhead{' (ns)' if time_unit else ''}", justify="right")
-    table.add_column("overhead %", justify="right")
+    # Columns no definition filled are left out: room for the names on a narrow terminal.
+    columns = [c for c in COLUMNS if any(c in cells for cells in rows.values())] or list(COLUMNS)
+    lines = []
     for (group, autograd, threads), cells in rows.items():
         label = group + (" (fwd+bwd)" if autograd == "forward+backward" else "")
         if several_threads:
             label += f" [{threads} thread{'s' if threads > 1 else ''}]"
         py, cpp = cells.get(("py", "eager")), cells.get(("cpp", "eager"))
-        overhead = share = ""
+        overhead, share, negative = "", "", False
         if py is not None and cpp is not None and py.ok and cpp.ok:
-            diff = py.median - cpp.median
-            overhead = f"{diff * 1e9:,.0f}" if time_unit else f"{diff:,.0f}"
-            share = f"{diff / py.median:.0%}" if py.median > 0 else ""
-        table.add_row(escape(label), *(_cell(cells.get(c), unit) for c in COLUMNS), overhead, share)
+            overhead, share, negative = _overhead(py, cpp, time_unit)
+        lines.append((escape(label), *(_cell(cells.get(c), unit) for c in columns), overhead, share, negative))
+    notes = ["overhead % is of the Python eager figure"]
+    if any(line[-1] for line in lines):
+        notes.append(NEGATIVE_NOTE)
+    table = Table(
+        title=f"{title}: {'median time per run' if time_unit else 'instructions per run'}",
+        title_justify="left",
+        caption=noise_caption(chosen, *notes),
+        caption_justify="left",
+    )
+    name_column(table)
+    for col in columns:
+        table.add_column(f"{COLUMN_TITLES[col]}{' (µs)' if time_unit else ''}", justify="right", overflow="fold")
+    table.add_column(f"Python overhead{' (ns)' if time_unit else ''}", justify="right", overflow="fold")
+    table.add_column("overhead %", justify="right", overflow="fold")
+    for line in lines:
+        table.add_row(*line[:-1])
     return table

@@ -1,11 +1,17 @@
-"""Progress of a run on the terminal: a spinner while preparing, a bar while benchmarking.
+"""Progress of a run: a spinner and a bar on a terminal, plain lines in a log.
 
-Renders ``bench.Event``s (it never measures); the files written are printed
-after the result tables, where a reader looks for them.
+Renders ``bench.Event``s (it never measures). On a terminal, a spinner shows
+each preparation step ("status" events) and a bar the benchmarks; each step
+leaves one line with its elapsed time when it ends. When the output is not a
+terminal (CI logs, ``| tee``), nothing animates: one line per preparation
+step with its elapsed time, and one line per finished benchmark with its
+value, so a log shows where a long run spends its time. The files written are
+printed after the result tables, where a reader looks for them.
 """
 
 from __future__ import annotations
 
+import time
 from types import TracebackType
 
 from rich.console import Console
@@ -14,6 +20,16 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from rich.status import Status
 
 from harness.bench import Event
+from harness.model.result import TaskResult
+from harness.present.table import format_value
+
+
+def _finished(result: TaskResult) -> str:
+    """A finished benchmark in one line: its value (and noise mark), or why it failed."""
+    if not result.ok:
+        return "failed: " + ((result.error or "").strip().splitlines() or [""])[0]
+    mark = f" {result.noise_mark}" if result.noisy else ""
+    return f"{format_value(result.median, result.unit)}{mark}"
 
 
 class RunProgress:
@@ -21,47 +37,66 @@ class RunProgress:
 
     def __init__(self, console: Console) -> None:
         self.console = console
+        self.live = console.is_terminal
         self._status: Status | None = None
         self._progress: Progress | None = None
         self._bar: TaskID | None = None
+        self._step: tuple[str, float] | None = None  # the preparation step under way, since when
+        self._started = time.monotonic()
         self.written: list[Event] = []
 
     def __enter__(self) -> RunProgress:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
-        self._stop_status()
+        self._end_step()
         if self._progress is not None:
             self._progress.stop()
             self._progress = None
 
-    def _stop_status(self) -> None:
+    def _line(self, text: str) -> None:
+        self.console.print(text, highlight=False, markup=False, soft_wrap=True)
+
+    def _end_step(self) -> None:
+        """The step under way is over: stop its spinner and leave its line with the time it took."""
         if self._status is not None:
             self._status.stop()
             self._status = None
+        if self._step is not None:
+            message, since = self._step
+            self._step = None
+            self._line(f"{message}: {time.monotonic() - since:.1f} s")
 
     def on_event(self, event: Event) -> None:
         if event.kind == "status":
-            if self._status is None:
+            self._end_step()
+            self._step = (event.message, time.monotonic())
+            if self.live:
                 self._status = self.console.status(escape(event.message))
                 self._status.start()
-            else:
-                self._status.update(escape(event.message))
         elif event.kind == "warning":
-            self._stop_status()
+            self._end_step()
             self.console.print(f"[yellow]warning:[/yellow] {escape(event.message.removeprefix('warning: '))}",
                                highlight=False)
         elif event.kind == "start":
-            self._stop_status()
+            self._end_step()
+            if not self.live:
+                self._line(f"benchmarking {event.total} task{'s' if event.total != 1 else ''}")
+                return
             self._progress = Progress(
                 TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                 console=self.console, transient=True,
             )
             self._progress.start()
             self._bar = self._progress.add_task("benchmarking", total=event.total)
-        elif event.kind == "result" and self._progress is not None and self._bar is not None:
+        elif event.kind == "result":
             assert event.result is not None
-            self._progress.update(self._bar, advance=1, description=event.result.task.full_name)
+            if not self.live:
+                elapsed = time.monotonic() - self._started
+                self._line(f"[{event.done}/{event.total}] {event.result.task.full_name}: "
+                           f"{_finished(event.result)} ({elapsed:.1f} s)")
+            elif self._progress is not None and self._bar is not None:
+                self._progress.update(self._bar, advance=1, description=event.result.task.full_name)
         elif event.kind == "written":
             self.written.append(event)
 
@@ -70,7 +105,6 @@ class RunProgress:
             if event.message == "run record":
                 verb = "appended to" if event.appended else "written to"
                 note = f" ({event.note})" if event.note else ""
-                self.console.print(f"run record {verb} {event.path}{note}", highlight=False, markup=False,
-                                   soft_wrap=True)
+                self._line(f"run record {verb} {event.path}{note}")
             else:
-                self.console.print(f"written {event.path}", highlight=False, markup=False)
+                self._line(f"written {event.path}")

@@ -44,25 +44,43 @@ def table_title(suite: str, results: list[TaskResult], mode: str = "wall") -> st
     return f"{suite}: {unit} per run"
 
 
+# One line under a table with marked rows: what the mark means and what to do.
+NOISE_NOTE = (
+    "(! XX%): the IQR is XX% of the median; (! bimodal): the samples form two clusters. "
+    "Either way that median is unreliable: stop other work on the machine, pin the run "
+    "(taskset -c 2 python -m harness bench ...), raise --min-run-time and run again."
+)
+
+
+def noise_caption(results: Iterable[TaskResult], *notes: str) -> str | None:
+    """The caption of a table: ``notes``, and NOISE_NOTE when any result is marked noisy."""
+    lines = [*notes, *([NOISE_NOTE] if any(r.noisy for r in results) else [])]
+    return "\n".join(lines) or None
+
+
+def name_column(table: Table, title: str = "benchmark") -> None:
+    """The benchmark-name column: folded onto more lines on a narrow terminal, never cut."""
+    table.add_column(title, overflow="fold")
+
+
 def results_table(title: str, results: Iterable[TaskResult]) -> Table:
     """The generic table: a row per result with its median, IQR and block count."""
-    table = Table(title=title, title_justify="left")
-    table.add_column("benchmark")
-    table.add_column("median", justify="right")
-    table.add_column("IQR", justify="right")
-    table.add_column("runs", justify="right")
-    table.add_column("status")
+    results = list(results)
+    table = Table(title=title, title_justify="left", caption=noise_caption(results), caption_justify="left")
+    name_column(table)
+    for column in ("median", "IQR", "runs"):
+        table.add_column(column, justify="right", overflow="fold")
+    table.add_column("status", overflow="fold")
     for r in results:
         if not r.ok:
             first_line = (r.error or "failed").strip().splitlines()[0]
             table.add_row(escape(r.task.name), "", "", "", f"[red]failed[/red]: {escape(first_line)}")
             continue
-        median, iqr = r.median, r.iqr
-        iqr_text = format_value(iqr, r.unit) + (f" [yellow](! {r.relative_iqr:.0%})[/yellow]" if r.noisy else "")
+        median = format_value(r.median, r.unit) + (f" [yellow]{escape(r.noise_mark)}[/yellow]" if r.noisy else "")
         table.add_row(
             escape(r.task.name),
-            format_value(median, r.unit),
-            iqr_text,
+            median,
+            format_value(r.iqr, r.unit),
             f"{len(r.samples)}x{r.number_per_run}",
             "ok",
         )

@@ -46,6 +46,8 @@ def prepare_tasks(tasks: Sequence[Task], status: Any = None) -> None:
                if t.kind == "grouped" and t.params.get("torchscript")}
     if not statements and not scripts:
         return
+    if scripts and status is not None:
+        status(f"scripting {len(scripts)} TorchScript model(s) (cached ones are reused)")
     for source, kind in sorted(scripts):
         try:
             ensure_scripted(source, kind)
@@ -58,4 +60,6 @@ def prepare_tasks(tasks: Sequence[Task], status: Any = None) -> None:
             build(statements)
         except HarnessError:
             return  # each C++ task fails with the reason when it runs
+        if status is not None and pch.pch_enabled() and pch.pch_building():
+            status("waiting for the precompiled torch header (PCH) build, so it does not disturb the measurements")
         pch.wait_for_pch()

@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from harness.errors import HarnessError, StatementError, UsageError
+from harness.errors import CallgrindFailed, HarnessError, UsageError
 from harness.measure.callgrind.counter import CallgrindCounter
 from harness.measure.callgrind.globals import dump_globals
 from harness.measure.callgrind.stats import CallgrindStats, FunctionCounts, empty_counts
@@ -83,7 +83,7 @@ class CallgrindWorker:
                 ) from None
             except WorkerDied as exc:
                 self._discard()
-                raise StatementError(
+                raise CallgrindFailed(
                     _with_notes(with_stderr(f"the callgrind worker died: {exc}", worker.take_stderr()), notes, worker.proc.pid)
                 ) from None
             except BaseException:  # Ctrl-C: the worker may be mid-task; do not reuse it
@@ -165,7 +165,7 @@ def collect_callgrind(
     task = Task(suite="timer", name="collect_callgrind", kind="timer", params=params, mode="instructions")
     result = shared_worker().run(task, timeout or CALLGRIND_TIMEOUT)
     if not result.ok:
-        raise StatementError(f"collect_callgrind failed: {result.error}")
+        raise CallgrindFailed(f"collect_callgrind failed: {result.error}")
     stats = stats_from_result(result, spec, number, retain_out_file)
     return stats if repeats is not None else stats[0]
 

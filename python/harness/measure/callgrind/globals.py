@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import io
 import pickle
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -67,15 +68,29 @@ def load_globals(blob: str | None) -> dict[str, Any]:
 
     import torch
 
-    namespace: dict[str, Any] = {"torch": torch}
+    # A wrapper's setup runs at the top level of this process's __main__, as in the
+    # script torch generates: a class the calling script defined (pickled as
+    # `__main__.Name`) is then found when its instance is unpickled here.
+    namespace = vars(sys.modules["__main__"])
+    namespace.setdefault("torch", torch)
     out: dict[str, Any] = {}
     for entry in pickle.loads(base64.b64decode(blob)):
         if entry["setup"]:
             exec(textwrap.dedent(entry["setup"]), namespace)
-        if entry["kind"] == "pickle":
-            out[entry["name"]] = pickle.loads(entry["data"])
-        elif entry["kind"] == "jit":
-            out[entry["name"]] = torch.jit.load(io.BytesIO(entry["data"]))
-        else:
-            out[entry["name"]] = torch.load(io.BytesIO(entry["data"]), weights_only=False)
+        try:
+            out[entry["name"]] = _load(entry, torch)
+        except Exception as exc:
+            raise UsageError(
+                f"global {entry['name']!r} could not be rebuilt in the measuring process: "
+                f"{type(exc).__name__}: {exc}. A class defined in the calling script must be defined there "
+                "too: wrap the value as CopyIfCallgrind(value, setup=<source of the class>)"
+            ) from None
     return out
+
+
+def _load(entry: dict[str, Any], torch: Any) -> Any:
+    if entry["kind"] == "pickle":
+        return pickle.loads(entry["data"])
+    if entry["kind"] == "jit":
+        return torch.jit.load(io.BytesIO(entry["data"]))
+    return torch.load(io.BytesIO(entry["data"]), weights_only=False)

@@ -81,7 +81,8 @@ class FunctionCounts:
         return data
 
     def __repr__(self) -> str:
-        count_len = max((len(str(c)) for c, _ in self), default=0)
+        # torch widens the column by one more for a negative count; kept so the reprs match.
+        count_len = max((len(str(c)) + (c < 0) for c, _ in self), default=0)
         linewidth = self._linewidth or _default_linewidth()
         fn_len = max(linewidth - count_len - 4, 40)
         lines = []
@@ -125,7 +126,8 @@ class FunctionCounts:
 
     def _merge(self, other: FunctionCounts, merge_fn: Callable[[int], int]) -> FunctionCounts:
         if self.inclusive != other.inclusive:
-            raise ValueError("cannot merge inclusive and exclusive counts")
+            # AssertionError, as torch raises for the same misuse.
+            raise AssertionError("cannot merge inclusive and exclusive counts: take both from stats(inclusive=...)")
         counts: collections.defaultdict[str, int] = collections.defaultdict(int)
         for c, fn in self:
             counts[fn] += c
@@ -178,7 +180,10 @@ class CallgrindStats:
                 object.__repr__(self),
                 self.task_spec.summarize(),
                 f"  {'':>25}All{'':>10}Noisy symbols removed",
-                f"    Instructions: {self.counts(denoise=False):>12}{'':>15}{self.counts(denoise=True):>12}",
+                # The second column is what its header says (noisy symbols dropped), as in
+                # torch's repr; counts(denoise=True) also subtracts the baseline.
+                f"    Instructions: {self.counts(denoise=False):>12}{'':>15}"
+                f"{self.stmt_exclusive_stats.denoise().sum():>12}",
                 f"    Baseline:     {base.sum():>12}{'':>15}{base.denoise().sum():>12}",
                 f"{self.number_per_run} runs per measurement, {threads} thread{'s' if threads > 1 else ''}",
             ]
