@@ -34,7 +34,8 @@ from typing import Any
 
 from harness import kinds
 from harness.define.selection import with_mode
-from harness.errors import Terminated
+from harness.errors import Terminated, UsageError
+from harness.measure.callgrind.layers import load_rules
 from harness.measure.counters.base import InstructionCounter
 from harness.measure.counters.choice import get_counter
 from harness.model.record import RunRecord
@@ -145,9 +146,12 @@ def run_tasks(tasks: Sequence[Task], options: RunOptions | None = None, on_event
     tasks = with_mode(list(tasks), options.mode)
     run = Run(options, tasks, argv if argv is not None else list(sys.orig_argv))
     run.check_output()
+    if options.layers:
+        tasks = with_layers(tasks, options.layers_rules)
     counter: InstructionCounter | None = None
     if any(t.mode == "instructions" for t in tasks):
-        counter = get_counter(options.counter)  # fails here, before anything runs, when it cannot count
+        # Only callgrind sees functions, so layers choose it over the hardware counter.
+        counter = get_counter("callgrind" if options.layers and options.counter == "auto" else options.counter)  # fails here, before anything runs, when it cannot count
     try:
         check_in_process(options, counter)
         _prepare(tasks, emit)
@@ -174,6 +178,26 @@ def run_tasks(tasks: Sequence[Task], options: RunOptions | None = None, on_event
         if counter is not None:
             counter.close()  # its temporary files, also on Ctrl-C
     return run.write(emit)
+
+
+def with_layers(tasks: Sequence[Task], rules: str | None) -> list[Task]:
+    """Instruction-count tasks that also split their count into layers (``run.instructions``).
+
+    The rules are read here first, so a bad file fails before anything runs;
+    workers get the resolved path ("" for the shipped rules).
+    """
+    rules_path = load_rules(rules).path if rules else ""
+    if not any(t.mode == "instructions" for t in tasks):
+        raise UsageError("--layers splits instruction counts: add --mode instructions (or both)")
+    out = []
+    for t in tasks:
+        if t.mode == "instructions":
+            params = {**t.params, "layers": rules_path}
+            if params.get("detail") == "total":
+                params["detail"] = "symbols"  # layers need the per-function counts
+            t = dataclasses.replace(t, params=params)
+        out.append(t)
+    return out
 
 
 def _prepare(tasks: Sequence[Task], emit: OnEvent) -> None:
