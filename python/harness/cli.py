@@ -121,6 +121,10 @@ def _parser() -> argparse.ArgumentParser:
         help="show per-function instruction deltas for benchmarks with callgrind symbol counts",
     )
     compare.add_argument("--top", type=int, default=10, help="functions shown per benchmark with --symbols")
+    compare.add_argument(
+        "--layers", action="store_true",
+        help="show each benchmark's change per PyTorch layer (both runs made with bench --layers)",
+    )
 
     report = sub.add_parser("report", help="write a self-contained HTML report of one or more runs")
     report.add_argument(
@@ -294,7 +298,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     thresholds = Thresholds(args.alpha, args.min_effect / 100, args.noise_margin / 100)
     comparison = compare_runs(records[0], records[1], thresholds)
     notes = environment_notes(records[0], records[1])
-    print_comparison(comparison, console, symbols=args.symbols, top=args.top, notes=notes)
+    print_comparison(comparison, console, symbols=args.symbols, top=args.top, notes=notes, layers=args.layers)
     if args.fail_on_regression is not None:
         bad = comparison.regressions(beyond=args.fail_on_regression / 100)
         broken = comparison.newly_failed()
