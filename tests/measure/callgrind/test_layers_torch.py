@@ -96,3 +96,15 @@ def test_an_invalid_rules_file_fails_before_the_run(layers_run, tmp_path, cli):
     assert done.returncode == 2
     assert f"{rules.resolve()}:2: unknown layer 'kernal'" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_layers_need_callgrind_instruction_counts(tmp_path, cli):
+    (tmp_path / "one").mkdir()
+    (tmp_path / "one" / "suite.py").write_text(
+        "import harness\nsuite = harness.Suite()\nsuite.timer('noop', 'pass')\n")
+    for flags, message in (
+        ((), "--layers splits instruction counts: add --mode instructions"),
+        (("--mode", "instructions", "--counter", "perf"), "--layers needs callgrind's per-function counts"),
+    ):
+        done = cli("bench", "--path", str(tmp_path), "--layers", *flags)
+        assert done.returncode == 2 and message in done.stderr, done.stderr
