@@ -112,3 +112,48 @@ def core_build(repo: Path, cmake: CMake, tmp_path_factory) -> Path:
     cmake.configure(repo, build, "-DHARNESS_BUILD_TESTS=ON")
     cmake.build(build)
     return build
+
+
+# Statements whose layers tests check (tests/measure/callgrind/test_layers_torch.py,
+# tests/present/test_layer_table.py): `y = x * w` from Python and C++ (a grouped
+# definition, so the dispatch table's summary shows), and Python statements with
+# a known extra cost (a pure-Python wrapper, autograd, a profiler range).
+LAYERS_SUITES = {
+    "layers_ops": '''
+import harness
+from harness import GroupedSetup, GroupedStmts
+
+suite = harness.Suite(description="y = x * w in layers", table="grouped")
+SQUARE = GroupedSetup(
+    py_setup="x = torch.ones(4, 4)\\nw = torch.ones(4, 4)",
+    cpp_setup="auto x = torch::ones({4, 4});\\nauto w = torch::ones({4, 4});",
+)
+suite.add(GroupedStmts("y = x * w", "auto y = x * w;", setup=SQUARE, name="mul"))
+''',
+    "layers_causes": '''
+import harness
+
+suite = harness.Suite(description="known causes, known layers")
+SETUP = "import torch\\nx = torch.ones(4, 4)\\nw = torch.ones(4, 4)"
+suite.timer("wrapped", "y = mul(x, w)", setup=SETUP + "\\ndef mul(a, b):\\n    return a * b")
+suite.timer("grad", "y = x * w", setup=SETUP + "\\nw.requires_grad_()")
+suite.timer("profiled", "with torch.autograd.profiler.record_function('mul'):\\n    y = x * w", setup=SETUP)
+''',
+}
+
+
+@pytest.fixture(scope="session")
+def layers_run(tmp_path_factory):
+    """One `bench --mode instructions --layers` of LAYERS_SUITES under real callgrind (~1 minute):
+    (suites directory, record path, the CLI's completed process)."""
+    if shutil.which("valgrind") is None:
+        pytest.skip("valgrind is not installed: layers come from callgrind")
+    root = tmp_path_factory.mktemp("layers")
+    for name, text in LAYERS_SUITES.items():
+        (root / name).mkdir()
+        (root / name / "suite.py").write_text(text)
+    record = root / "run.json"
+    done = run_cli("bench", "--path", str(root), *LAYERS_SUITES, "--mode", "instructions", "--layers",
+                   "--explain-layers", "--output", str(record))
+    assert done.returncode == 0, done.stdout + done.stderr
+    return root, record, done

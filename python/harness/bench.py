@@ -34,7 +34,8 @@ from typing import Any
 
 from harness import kinds
 from harness.define.selection import with_mode, with_sides
-from harness.errors import Terminated
+from harness.errors import Terminated, UsageError
+from harness.measure.callgrind.layers import load_rules
 from harness.measure.counters.base import InstructionCounter
 from harness.measure.counters.choice import get_counter
 from harness.model.record import RunRecord
@@ -162,9 +163,12 @@ def run_tasks(tasks: Sequence[Task], options: RunOptions | None = None, on_event
         # import harness fails here, before anything runs.
         run.environment["sides"] = {label: environment.interpreter_fingerprint(python, label)
                                     for label, python in options.sides.items()}
+    if options.layers:
+        tasks = with_layers(tasks, options.layers_rules)
     counter: InstructionCounter | None = None
     if any(t.mode == "instructions" for t in tasks):
-        counter = get_counter(options.counter)  # fails here, before anything runs, when it cannot count
+        # Only callgrind sees functions, so layers choose it over the hardware counter.
+        counter = get_counter("callgrind" if options.layers and options.counter == "auto" else options.counter)  # fails here, before anything runs, when it cannot count
     try:
         check_in_process(options, counter)
         _prepare(tasks, emit)
@@ -195,6 +199,26 @@ def run_tasks(tasks: Sequence[Task], options: RunOptions | None = None, on_event
         # While waiting for another writer's lock, or just after our write (the
         # signal is deferred until the file is replaced; saving again is then a no-op).
         raise RunInterrupted(run.write_interrupted(exc, len(tasks), emit), len(tasks), exc) from None
+
+
+def with_layers(tasks: Sequence[Task], rules: str | None) -> list[Task]:
+    """Instruction-count tasks that also split their count into layers (``run.instructions``).
+
+    The rules are read here first, so a bad file fails before anything runs;
+    workers get the resolved path ("" for the shipped rules).
+    """
+    rules_path = load_rules(rules).path if rules else ""
+    if not any(t.mode == "instructions" for t in tasks):
+        raise UsageError("--layers splits instruction counts: add --mode instructions (or both)")
+    out = []
+    for t in tasks:
+        if t.mode == "instructions":
+            params = {**t.params, "layers": rules_path}
+            if params.get("detail") == "total":
+                params["detail"] = "symbols"  # layers need the per-function counts
+            t = dataclasses.replace(t, params=params)
+        out.append(t)
+    return out
 
 
 def _prepare(tasks: Sequence[Task], emit: OnEvent) -> None:

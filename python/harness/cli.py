@@ -89,6 +89,20 @@ def _parser() -> argparse.ArgumentParser:
         "compares them",
     )
 
+    bench.add_argument(
+        "--layers", action="store_true",
+        help="with --mode instructions: split each count into PyTorch's layers (interpreter, bindings, GIL, "
+        "dispatcher, autograd, ...); counts with callgrind",
+    )
+    bench.add_argument(
+        "--layers-rules", metavar="FILE",
+        help="TOML rules that assign functions to layers, instead of the shipped ones (implies --layers)",
+    )
+    bench.add_argument(
+        "--explain-layers", action="store_true",
+        help="also list the largest functions of each layer and the rule that claimed each (implies --layers)",
+    )
+
     compare = sub.add_parser(
         "compare", help="compare two run records: change per benchmark and whether it is significant"
     )
@@ -117,6 +131,10 @@ def _parser() -> argparse.ArgumentParser:
         help="show per-function instruction deltas for benchmarks with callgrind symbol counts",
     )
     compare.add_argument("--top", type=int, default=10, help="functions shown per benchmark with --symbols")
+    compare.add_argument(
+        "--layers", action="store_true",
+        help="show each benchmark's change per PyTorch layer (both runs made with bench --layers)",
+    )
 
     report = sub.add_parser("report", help="write a self-contained HTML report of one or more runs")
     report.add_argument(
@@ -166,13 +184,15 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     from harness.bench import RunInterrupted, run_tasks
     from harness.options import RunOptions
+    from harness.present.layer_table import print_layers
     from harness.present.progress import RunProgress
-    from harness.present.table import print_results
+    from harness.present.table import output_console, print_results
 
     options = RunOptions(
         min_run_time=args.min_run_time, jobs=args.jobs, timeout=args.timeout, mode=args.mode,
         counter=args.counter, keep_worker=args.keep_worker, in_process=args.in_process, output=args.output,
         pythons=tuple(args.pythons),
+        layers=bool(args.layers or args.layers_rules or args.explain_layers), layers_rules=args.layers_rules,
     )
     suites, tasks = _suites_and_tasks(args)
     console = Console(stderr=True)
@@ -186,6 +206,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         _print_sides(record)
     else:
         print_results(record.results, tables={s.name: s.table for s in suites if s.table})
+    if options.layers:
+        print_layers(record.results, output_console(), explain=args.explain_layers)
     failed = [r for r in record.results if not r.ok]
     for r in failed:
         console.print(f"[red]FAILED[/red] {escape(r.task.full_name)}: {escape(r.error or '')}", highlight=False)
@@ -323,7 +345,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     thresholds = Thresholds(args.alpha, args.min_effect / 100, args.noise_margin / 100)
     comparison = compare_runs(records[0], records[1], thresholds)
     notes = environment_notes(records[0], records[1])
-    print_comparison(comparison, console, symbols=args.symbols, top=args.top, notes=notes, sides=sides)
+    print_comparison(comparison, console, symbols=args.symbols, top=args.top, notes=notes, sides=sides,
+                     layers=args.layers)
     if args.fail_on_regression is not None:
         bad = comparison.regressions(beyond=args.fail_on_regression / 100)
         broken = comparison.newly_failed()

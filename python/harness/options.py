@@ -105,7 +105,10 @@ class RunOptions:
     run (None: ``$HARNESS_KEEP_WORKER``; 0: never). ``output``: where the run
     record goes (by suffix; a kind may write files of its own, see
     ``harness.kinds``). ``in_process``: run tasks here, without crash
-    isolation or timeouts (debugging).
+    isolation or timeouts (debugging). ``layers``: split each instruction
+    count into PyTorch's layers (needs callgrind's per-function counts; "auto"
+    then means callgrind) by the rules of ``layers_rules`` (a TOML file; None:
+    the shipped rules).
     """
 
     min_run_time: float = DEFAULT_MIN_RUN_TIME
@@ -118,6 +121,8 @@ class RunOptions:
     output: str | None = None
     # ``--python [LABEL=]PATH``: the interpreters (sides) every task runs under, A/B style.
     pythons: tuple[str, ...] = ()
+    layers: bool = False
+    layers_rules: str | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.min_run_time, bool) or not isinstance(self.min_run_time, int | float) or not self.min_run_time > 0:
@@ -130,6 +135,10 @@ class RunOptions:
             raise UsageError(f"unknown mode {self.mode!r}: use one of {', '.join(MODE_CHOICES)}")
         if self.counter not in COUNTER_CHOICES:
             raise UsageError(f"unknown instruction counter {self.counter!r}: use one of {', '.join(COUNTER_CHOICES)}")
+        if self.layers and self.counter == "perf":
+            raise UsageError("--layers needs callgrind's per-function counts; use --counter callgrind (or auto)")
+        if self.layers_rules is not None and not self.layers:
+            raise UsageError("--layers-rules is used only with --layers")
         keep_worker_seconds(self.keep_worker)  # a bad value (or $HARNESS_KEEP_WORKER) fails before the run
         self.sides  # noqa: B018 - a bad --python fails before the run
         if self.pythons and self.output and self.output.endswith(".csv"):

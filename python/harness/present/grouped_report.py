@@ -1,17 +1,21 @@
 """The HTML report's section for grouped results (kind ``grouped``): dispatch overhead per op.
 
 Bars grouped by benchmark, one bar per ``params["language"]`` /
-``params["variant"]`` (Python eager, TorchScript, C++, ...).
+``params["variant"]`` (Python eager, TorchScript, C++, ...). Results with
+layers (``bench --layers``) also get one stacked bar per op and language, so
+what Python adds over C++ shows as layers.
 """
 
 from __future__ import annotations
 
 import re
 
+from harness.measure.callgrind.layers import title
 from harness.model.result import TaskResult
 from harness.options import NOISY_IQR_FRACTION
 from harness.present import plots
 from harness.present.html_parts import Runs, escape, latest_with, results_table, scaled
+from harness.present.layer_table import result_layers
 
 SERIES_PARAMS = ("language", "variant")
 
@@ -64,4 +68,22 @@ def dispatch_section(runs: Runs) -> str | None:
         out.append(f"<h3>{escape(label)}</h3>")
         out.append(f'<div class="plot">{plots.grouped_bars(groups, series, values, noisy, label)}</div>')
         out.append(results_table(rs))
+    out.extend(_layer_plot(results))
     return "\n".join(out)
+
+
+def _layer_plot(results: list[TaskResult]) -> list[str]:
+    layered = [(r, layers) for r in results if (layers := result_layers(r)) is not None]
+    if not layered:
+        return []
+    names = list(dict.fromkeys(n for _, layers in layered for n in layers))
+    groups = list(dict.fromkeys(dispatch_group(r) for r, _ in layered))
+    series = list(dict.fromkeys(dispatch_series(r) for r, _ in layered))
+    stacks = {(dispatch_group(r), dispatch_series(r)): [layers.get(n, 0.0) for n in names] for r, layers in layered}
+    svg = plots.stacked_bars(groups, series, stacks, [title(n) for n in names], "instructions per call")
+    return [
+        '<h3 id="layers">Instructions by layer</h3>',
+        "<p>One stacked bar per op and language (baseline subtracted): the part a Python bar has "
+        "above its C++ neighbour is what Python adds, split into interpreter, bindings and GIL.</p>",
+        f'<div class="plot">{svg}</div>',
+    ]

@@ -2,7 +2,8 @@
 
 Columns: Python eager, TorchScript (Python), C++ eager, TorchScript (C++),
 then the Python overhead: Python eager minus C++ eager, absolute and as a
-share of Python eager's figure. A definition with ``autograd=True`` gets a
+share of Python eager's figure. With layers (``bench --layers``), a line
+per op under the instruction table says what Python adds, in layers. A definition with ``autograd=True`` gets a
 second row for forward + backward; with several thread counts, a row per
 count. Times are in µs (overhead in ns); with instruction counts, counts.
 """
@@ -14,9 +15,11 @@ from collections.abc import Iterable
 from rich.console import Group
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from harness.define.grouped import COLUMN_TITLES
 from harness.model.result import TaskResult
+from harness.present.layer_table import python_overhead
 from harness.present.table import name_column, noise_caption
 
 COLUMNS = (("py", "eager"), ("py", "ts"), ("cpp", "eager"), ("cpp", "ts"))
@@ -65,7 +68,27 @@ def grouped_table(title: str, results: Iterable[TaskResult]) -> Group:
     """The dispatch-overhead table of each unit the results have ("s", "instructions")."""
     results = list(results)
     units = list(dict.fromkeys(r.unit for r in results if r.ok)) or ["s"]
-    return Group(*(unit_table(title, results, unit) for unit in units))
+    parts: list[Table | Text] = []
+    for unit in units:
+        parts.append(unit_table(title, results, unit))
+        if unit == "instructions":
+            parts.extend(Text(line) for line in overhead_lines(results))
+    return Group(*parts)
+
+
+def overhead_lines(results: Iterable[TaskResult]) -> list[str]:
+    """"op: Python adds N instructions: interpreter a, bindings b, GIL c, ..." per op with layers."""
+    rows: dict[tuple[str, str, int], dict[tuple[str, str], TaskResult]] = {}
+    for r in results:
+        if r.ok and r.unit == "instructions":
+            rows.setdefault(_row_key(r), {})[_column(r)] = r
+    lines = []
+    for (group, autograd, _), cells in rows.items():
+        py, cpp = cells.get(("py", "eager")), cells.get(("cpp", "eager"))
+        line = python_overhead(py, cpp) if py is not None and cpp is not None else None
+        if line is not None:
+            lines.append(f"{group}{' (fwd+bwd)' if autograd == 'forward+backward' else ''}: {line}")
+    return lines
 
 
 def unit_table(title: str, results: Iterable[TaskResult], unit: str = "s") -> Table:

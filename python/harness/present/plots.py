@@ -69,6 +69,42 @@ def grouped_bars(
     return _svg(fig)
 
 
+def stacked_bars(
+    groups: Sequence[str],
+    series: Sequence[str],
+    stacks: dict[tuple[str, str], Sequence[float]],
+    layers: Sequence[str],
+    ylabel: str,
+) -> str:
+    """One cluster per group, one bar per series, each bar stacked by ``layers`` (values in that order).
+
+    Negative parts (a layer the baseline cost more than the statement) are
+    drawn as 0: a stack cannot show them; the tables have the exact figures.
+    """
+    width = 0.8 / max(len(series), 1)
+    fig = _figure(max(6.0, 0.5 * len(groups) * max(len(series), 1) + 3), 4.8)
+    ax = fig.add_subplot()
+    colors = [*PALETTE, "#2ca02c", "#9467bd", "#17becf", "#bcbd22", "#7f7f7f"]
+    for i, name in enumerate(series):
+        keys = [(g_index, g) for g_index, g in enumerate(groups) if (g, name) in stacks]
+        xs = [g_index - 0.4 + width * (i + 0.5) for g_index, _ in keys]
+        bottoms = [0.0] * len(keys)
+        for j, layer in enumerate(layers):
+            heights = [max(stacks[(g, name)][j], 0.0) for _, g in keys]
+            ax.bar(xs, heights, width=width * 0.9, bottom=bottoms, color=colors[j % len(colors)],
+                   label=layer if i == 0 else None, edgecolor="white", linewidth=0.3)
+            bottoms = [b + h for b, h in zip(bottoms, heights, strict=True)]
+        for x, top in zip(xs, bottoms, strict=True):
+            ax.annotate(name, (x, top), ha="center", va="bottom", fontsize="x-small", rotation=90)
+    ax.set_xticks(range(len(groups)))
+    ax.set_xticklabels(groups, rotation=30 if len(groups) > 4 else 0, ha="right" if len(groups) > 4 else "center")
+    ax.set_ylabel(ylabel)
+    ax.grid(axis="y", alpha=0.3)
+    ax.set_axisbelow(True)
+    ax.legend(frameon=False, fontsize="small", loc="center left", bbox_to_anchor=(1.01, 0.5))
+    return _svg(fig)
+
+
 def horizontal_bars(labels: Sequence[str], values: Sequence[float], noisy: Sequence[bool], xlabel: str) -> str:
     fig = _figure(7.5, 0.9 + 0.32 * len(labels))
     ax = fig.add_subplot()

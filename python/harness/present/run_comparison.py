@@ -22,6 +22,7 @@ from rich.table import Table
 from harness.model.record import RunRecord
 from harness.model.result import TaskResult
 from harness.options import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, DEFAULT_NOISE_MARGIN
+from harness.present.layer_table import layer_change_table
 from harness.present.table import format_value
 
 VERDICT_STYLE = {
@@ -281,6 +282,7 @@ def print_comparison(
     top: int = 10,
     notes: Iterable[str] = (),
     sides: tuple[str, str] | None = None,
+    layers: bool = False,
 ) -> None:
     for note in notes:
         console.print(f"[yellow]note:[/yellow] {escape(note)}", highlight=False)
@@ -293,6 +295,17 @@ def print_comparison(
                 console.print(f"  {escape(r.task.full_name)}", highlight=False)
     if symbols:
         _print_symbols(comparison, console, top)
+    if layers:
+        _print_layers(comparison, console)
+
+
+def _print_layers(comparison: Comparison, console: Console) -> None:
+    tables = [t for row in comparison.rows
+              if (t := layer_change_table(f"{row.suite}/{row.name}", row.base, row.new)) is not None]
+    for table in tables:
+        console.print(table)
+    if not tables:
+        console.print("no benchmark in both runs has layers; they come from bench --mode instructions --layers")
 
 
 def _print_symbols(comparison: Comparison, console: Console, top: int) -> None:

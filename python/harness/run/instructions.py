@@ -11,6 +11,11 @@ Parameters (``task.params``, besides the Timer's): ``number`` runs per
 measurement (default 100), ``repeats`` measurements (default 1),
 ``baseline`` (default True for Python), ``scope`` (Python: "function", the
 timeit loop, default; "module", torch's unrolled module-level block),
+``layers``: when present (a rules file's path, or "" for the shipped
+rules), instructions per PyTorch layer of the first repeat, baseline
+subtracted as for the total (``extra["layers"]``, counts of ``number`` runs
+that add up to ``samples[0] * number``; ``extra["layer_symbols"]``, the
+largest functions of each layer and the rule that claimed each),
 ``detail``: "symbols" (default: top
 functions per run in ``extra["symbols"]``), "total" (counts only) or "full"
 (every function, inclusive and exclusive, for ``CallgrindStats``; with
@@ -29,6 +34,7 @@ from typing import Any
 from harness.errors import UsageError
 from harness.files.atomic import atomic_write_text
 from harness.measure.callgrind.globals import load_globals
+from harness.measure.callgrind.layers import layer_counts, load_rules
 from harness.measure.callgrind.profile import Profile
 from harness.measure.callgrind.stats import is_noisy, standardize_symbol
 from harness.measure.counters.base import InstructionCounter
@@ -221,6 +227,13 @@ def instruction_result(
     }
     if detail != "total" and stmt and stmt[0].exclusive:
         extra["symbols"] = top_symbols(stmt[0], baseline, number)
+    if task.params.get("layers") is not None and stmt and stmt[0].exclusive:
+        layering = layer_counts(
+            stmt[0].exclusive, baseline.exclusive if baseline is not None else None, number=number,
+            rules=load_rules(task.params["layers"] or None), total=stmt[0].total - base_total,
+        )
+        extra["layers"] = layering.counts
+        extra["layer_symbols"] = layering.top_symbols()
     if detail == "full":
         extra["callgrind"] = {
             "stmt": [_profile_json(s) for s in stmt],

@@ -3,7 +3,8 @@
 Lives here: ``counter`` (CallgrindCounter: counting under valgrind, forked
 repeats), ``logs`` (valgrind's logs), ``profile`` (reading callgrind's output
 format into per-function counts), ``stats`` (torch's CallgrindStats and
-FunctionCounts), ``globals`` (Timer globals copied to the measuring process
+FunctionCounts), ``layers`` (counts per PyTorch layer, by the rules in
+``layers.toml``), ``globals`` (Timer globals copied to the measuring process
 by torch's rules), ``collect`` (``Timer.collect_callgrind``: this process's
 callgrind worker).
 May import: ``harness.measure.counters.base``, ``harness.workers``,

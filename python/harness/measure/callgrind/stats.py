@@ -26,6 +26,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
+from harness.measure.callgrind.layers import Layering, Rules, layer_counts
 from harness.model.measurement import TaskSpec
 
 # CPython's unicode-key dictionary lookups: variable-name lookups whose cost
@@ -215,6 +216,22 @@ class CallgrindStats:
     def delta(self, other: CallgrindStats, inclusive: bool = False) -> FunctionCounts:
         """Per-function difference ``self - other``: where the instructions went."""
         return self.stats(inclusive=inclusive) - other.stats(inclusive=inclusive)
+
+    def layering(self, rules: Rules | None = None, *, denoise: bool = True) -> Layering:
+        """Instructions of the ``number_per_run`` runs per PyTorch layer, baseline subtracted.
+
+        The counts add up exactly to ``counts(denoise=denoise)`` (with the
+        baseline subtracted also when ``denoise=False``); ``rules``: a
+        ``layers.load_rules(path)``, default the shipped ones.
+        """
+        delta = self.stmt_exclusive_stats - self.baseline_exclusive_stats
+        if denoise:
+            delta = delta.denoise()
+        return layer_counts({fn: c for c, fn in delta}, number=self.number_per_run, rules=rules)
+
+    def layers(self, rules: Rules | None = None, *, denoise: bool = True) -> dict[str, float]:
+        """Instructions per run of each PyTorch layer (interpreter, bindings, GIL, dispatcher, ...)."""
+        return self.layering(rules, denoise=denoise).per_run()
 
     def as_standardized(self) -> CallgrindStats:
         """The same stats with build paths and library names stripped from function names,
