@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +43,8 @@ from harness.model.task import Task
 from harness.options import RunOptions
 from harness.records import environment, store
 from harness.records.noise import check_noise, warning_block
-from harness.run.executors import check_in_process, execute
+from harness.run import shards
+from harness.run.executors import check_executor, check_in_process, execute
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,7 +52,8 @@ class Event:
     """Progress of a run. ``kind``: "status" (a preparation step), "warning", "start" (``total``
     tasks about to run), "result" (``result``, the ``done``-th of ``total``), "written" (``path``;
     ``message`` "run record" for the record itself, ``appended`` when it was added to runs already
-    in the file; else a file of the kind's own layout)."""
+    in the file; else a file of the kind's own layout), "nodes" (``nodes``: per node of a cluster,
+    its tasks done and running, and under "(queued)" the tasks no node has started yet)."""
 
     kind: str
     message: str = ""
@@ -60,6 +62,7 @@ class Event:
     total: int = 0
     path: str = ""
     appended: bool = False
+    nodes: Mapping[str, Mapping[str, int]] | None = None
 
 
 OnEvent = Callable[[Event], None]
@@ -142,14 +145,17 @@ def run_tasks(tasks: Sequence[Task], options: RunOptions | None = None, on_event
     """
     options = options or RunOptions()
     emit = on_event or _ignore
-    tasks = with_mode(list(tasks), options.mode)
+    tasks, shard_note = shards.pick(with_mode(list(tasks), options.mode), options)
     run = Run(options, tasks, argv if argv is not None else list(sys.orig_argv))
+    if shard_note is not None:
+        run.environment["shard"] = shard_note
     run.check_output()
     counter: InstructionCounter | None = None
     if any(t.mode == "instructions" for t in tasks):
         counter = get_counter(options.counter)  # fails here, before anything runs, when it cannot count
     try:
         check_in_process(options, counter)
+        check_executor(options)
         _prepare(tasks, emit)
         if any(t.mode == "wall" for t in tasks):
             run.environment["noise"] = check_noise()
@@ -166,7 +172,7 @@ def run_tasks(tasks: Sequence[Task], options: RunOptions | None = None, on_event
             emit(Event("result", result=result, done=len(run.results), total=len(tasks)))
 
         try:
-            execute(tasks, options, counter, done)
+            execute(tasks, options, counter, done, lambda nodes: emit(Event("nodes", nodes=nodes)))
         except KeyboardInterrupt as exc:
             record = run.write(emit)
             raise RunInterrupted(record, len(tasks), exc) from None

@@ -35,6 +35,13 @@ DEFAULT_NOISE_MARGIN = 0.005
 
 MODE_CHOICES = ("wall", "instructions", "both")
 COUNTER_CHOICES = ("auto", "callgrind", "perf")
+EXECUTOR_CHOICES = ("local", "ray")
+# The Ray resource every node offers once: a wall-time task holds it, so no two
+# wall-time measurements share a machine. Nodes of an existing cluster declare it
+# with `ray start --resources='{"harness_wall": 1}'`.
+WALL_RESOURCE = "harness_wall"
+RAY_INSTALL = "pip install -e '.[ray]'"  # (or pip install 'ray>=2.9')
+RAY_MAX_RETRIES = 3  # times a Ray task is retried after its node is lost (a failed benchmark is never retried)
 
 # -- environment variables --------------------------------------------------------
 CACHE_DIR_ENV = "HARNESS_CACHE_DIR"
@@ -76,6 +83,25 @@ def require_positive(name: str, value: Any, kind: type = float) -> None:
         raise UsageError(f"{name} must be a positive int, got {value!r}")
 
 
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"K/N"`` -> (K, N): the K-th of N parts, 1 <= K <= N."""
+    k, sep, n = str(text).partition("/")
+    try:
+        shard = (int(k), int(n))
+    except ValueError:
+        shard = None
+    if not sep or shard is None:
+        raise UsageError(f"--shard {text!r}: give K/N, the K-th of N parts, e.g. --shard 1/3")
+    check_shard(shard)
+    return shard
+
+
+def check_shard(shard: tuple[int, int]) -> None:
+    k, n = shard
+    if not (isinstance(k, int) and isinstance(n, int) and 1 <= k <= n):
+        raise UsageError(f"--shard {k}/{n}: K must be between 1 and N, e.g. --shard 1/{max(n, 1) if isinstance(n, int) else 3}")
+
+
 def keep_worker_seconds(value: str | float | None = None) -> float | None:
     """Idle timeout of kept workers: ``value``, else ``$HARNESS_KEEP_WORKER``; None: do not keep."""
     raw = env(KEEP_WORKER_ENV) if value is None else value
@@ -103,7 +129,11 @@ class RunOptions:
     run (None: ``$HARNESS_KEEP_WORKER``; 0: never). ``output``: where the run
     record goes (by suffix; a kind may write files of its own, see
     ``harness.kinds``). ``in_process``: run tasks here, without crash
-    isolation or timeouts (debugging).
+    isolation or timeouts (debugging). ``shard``: (K, N), run only the K-th of
+    N balanced parts of the tasks (``run.shards``), balanced by the durations
+    in the run record ``durations`` when given. ``executor``: "local" (this
+    machine) or "ray" (``harness.cluster``: a local Ray of ``jobs`` CPUs started
+    for the run, or the cluster at ``address``).
     """
 
     min_run_time: float = DEFAULT_MIN_RUN_TIME
@@ -114,6 +144,10 @@ class RunOptions:
     keep_worker: float | None = None
     in_process: bool = False
     output: str | None = None
+    shard: tuple[int, int] | None = None
+    durations: str | None = None
+    executor: str = "local"
+    address: str | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.min_run_time, bool) or not isinstance(self.min_run_time, int | float) or not self.min_run_time > 0:
@@ -126,6 +160,16 @@ class RunOptions:
             raise UsageError(f"unknown mode {self.mode!r}: use one of {', '.join(MODE_CHOICES)}")
         if self.counter not in COUNTER_CHOICES:
             raise UsageError(f"unknown instruction counter {self.counter!r}: use one of {', '.join(COUNTER_CHOICES)}")
+        if self.shard is not None:
+            check_shard(tuple(self.shard))
+        if self.durations is not None and self.shard is None:
+            raise UsageError("--durations balances shards: give --shard K/N with it")
+        if self.executor not in EXECUTOR_CHOICES:
+            raise UsageError(f"unknown executor {self.executor!r}: use one of {', '.join(EXECUTOR_CHOICES)}")
+        if self.address is not None and self.executor != "ray":
+            raise UsageError("--address names a Ray cluster: give --executor ray with it")
+        if self.in_process and self.executor != "local":
+            raise UsageError("--in-process runs tasks in this process: it cannot be combined with --executor ray")
         keep_worker_seconds(self.keep_worker)  # a bad value (or $HARNESS_KEEP_WORKER) fails before the run
 
     @property
