@@ -162,7 +162,7 @@ def run_tasks(tasks: Sequence[Task], options: RunOptions | None = None, on_event
             warning = warning_block(run.environment["noise"])
             if warning:
                 emit(Event("warning", warning))
-            if options.jobs > 1:
+            if options.jobs > 1 and options.executor == "local":  # Ray gives each wall-time task a node
                 emit(Event("warning", f"--jobs {options.jobs} runs wall-time benchmarks concurrently; "
                                       "they compete for cores and caches, so their times are distorted"))
         emit(Event("start", total=len(tasks)))

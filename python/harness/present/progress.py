@@ -24,6 +24,7 @@ class RunProgress:
         self._status: Status | None = None
         self._progress: Progress | None = None
         self._bar: TaskID | None = None
+        self._nodes: dict[str, TaskID] = {}  # a row per node of a cluster (--executor ray)
         self.written: list[Event] = []
 
     def __enter__(self) -> RunProgress:
@@ -62,6 +63,12 @@ class RunProgress:
         elif event.kind == "result" and self._progress is not None and self._bar is not None:
             assert event.result is not None
             self._progress.update(self._bar, advance=1, description=event.result.task.full_name)
+        elif event.kind == "nodes" and self._progress is not None and event.nodes is not None:
+            for node, counts in event.nodes.items():
+                text = ", ".join(f"{n} {what}" for what, n in counts.items())
+                if node not in self._nodes:
+                    self._nodes[node] = self._progress.add_task("", total=None)
+                self._progress.update(self._nodes[node], description=f"  {escape(node)}: {text}")
         elif event.kind == "written":
             self.written.append(event)
 
