@@ -16,8 +16,8 @@ finished, and stops a Ray this run started.
 from __future__ import annotations
 
 import itertools
-import os
 import logging
+import os
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
