@@ -27,10 +27,11 @@ REPO = Path(__file__).resolve().parents[2]
 DISPATCH = ["dispatch", "--only", "empty[py-eager,fwd,t1]", "--only", "empty_tensor[py-eager,fwd,t1]",
             "--only", "zeros[py-eager,fwd,t1]", "--mode", "instructions", "--counter", "callgrind",
             "--min-run-time", "0.01"]
-# Serial runs of the same command differ by up to ~1.7% per op here (8072.9 vs 8109.8 instructions
-# for zeros; the tensor ops' counts depend on the worker's heap), so only the empty statement,
-# which does not allocate, repeats exactly; the ops agree within that spread.
-OP_SPREAD = 0.03
+# Serial runs of this very command do not repeat exactly on the reference VM: zeros counted
+# 8072.9 to 8214.0 instructions per run over six runs (1.7%), the empty statement 9534 or 9538 in
+# all (0.04 per run). Ray must land within that spread of the serial run, not identically.
+SERIAL_SPREAD = 0.03  # of the op's count
+EMPTY_SPREAD = 0.1  # instructions per run
 
 
 def test_ray_counts_equal_the_serial_counts(tmp_path):
@@ -41,9 +42,10 @@ def test_ray_counts_equal_the_serial_counts(tmp_path):
     assert r.returncode == 0, r.stderr
     a, b = (json.loads(p.read_text())["results"] for p in (serial, on_ray))
     assert [x["task"] for x in a] == [y["task"] for y in b] and len(a) == 3
-    assert a[0]["samples"] == b[0]["samples"] and a[0]["extra"]["totals"] == b[0]["extra"]["totals"]
+    assert abs(a[0]["samples"][0] - b[0]["samples"][0]) <= EMPTY_SPREAD
     for x, y in zip(a[1:], b[1:], strict=True):
-        assert x["samples"][0] > 1000 and abs(y["samples"][0] / x["samples"][0] - 1) < OP_SPREAD, (x, y)
+        assert x["samples"][0] > 1000 and abs(y["samples"][0] / x["samples"][0] - 1) < SERIAL_SPREAD, (x, y)
+    assert a[0]["extra"]["baseline"] == b[0]["extra"]["baseline"]  # the loop itself counts the same
     assert all(y["extra"]["node"]["host"] and y["extra"]["counter"] == "callgrind" for y in b)
 
 
