@@ -156,7 +156,7 @@ def run_tasks(tasks: Sequence[Task], options: RunOptions | None = None, on_event
     try:
         check_in_process(options, counter)
         check_executor(options)
-        _prepare(tasks, emit)
+        prepare(tasks, emit)
         if any(t.mode == "wall" for t in tasks):
             run.environment["noise"] = check_noise()
             warning = warning_block(run.environment["noise"])
@@ -182,7 +182,7 @@ def run_tasks(tasks: Sequence[Task], options: RunOptions | None = None, on_event
     return run.write(emit)
 
 
-def _prepare(tasks: Sequence[Task], emit: OnEvent) -> None:
+def prepare(tasks: Sequence[Task], emit: OnEvent = _ignore) -> None:
     """Each kind's preparer, once, with every task of the kinds that name it."""
     preparers: dict[Any, list[Task]] = {}
     for task in tasks:
