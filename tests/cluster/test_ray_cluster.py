@@ -1,8 +1,8 @@
 """Two Ray nodes on one machine (ray.cluster_utils.Cluster): wall-time tasks alone on their node,
 a lost node's tasks retried elsewhere, a node with another harness refused.
 
-Marked ``multinode``: about 2 minutes together on the 2-core reference VM (each test starts its own
-cluster so a killed node cannot leak into the next).
+Marked ``multinode``: 72 s together on the 2-core reference VM under a load average of ~9 (each
+test starts its own cluster, so a killed node cannot leak into the next).
 """
 
 from __future__ import annotations

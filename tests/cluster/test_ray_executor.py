@@ -1,7 +1,8 @@
-"""`bench --executor ray` on a local Ray started for the run: counts equal the serial run's, Ctrl-C,
-Ray only where asked for, a clear error where it is absent.
+"""`bench --executor ray` on a local Ray started for the run: counts agree with the serial run's,
+Ctrl-C, Ray only where asked for, a clear error where it is absent.
 
-About 3 minutes on the 2-core reference VM, most of it callgrind (two runs of two dispatch ops).
+About 4.5 minutes on the 2-core reference VM under a load average of ~10, 4 of them callgrind
+(a serial and a Ray run of three dispatch ops); the rest about 40 s.
 """
 
 from __future__ import annotations
