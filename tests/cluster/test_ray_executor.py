@@ -30,7 +30,8 @@ DISPATCH = ["dispatch", "--only", "empty[py-eager,fwd,t1]", "--only", "empty_ten
             "--min-run-time", "0.01"]
 # Serial runs of this very command do not repeat exactly on the reference VM: zeros counted
 # 8072.9 to 8214.0 instructions per run over six runs (1.7%), the empty statement 9534 or 9538 in
-# all (0.04 per run). Ray must land within that spread of the serial run, not identically.
+# all (0.04 per run), the empty loop's baseline 95.32 or 95.38. Ray must land within that spread
+# of the serial run, not identically.
 SERIAL_SPREAD = 0.03  # of the op's count
 EMPTY_SPREAD = 0.1  # instructions per run
 
@@ -46,7 +47,7 @@ def test_ray_counts_equal_the_serial_counts(tmp_path):
     assert abs(a[0]["samples"][0] - b[0]["samples"][0]) <= EMPTY_SPREAD
     for x, y in zip(a[1:], b[1:], strict=True):
         assert x["samples"][0] > 1000 and abs(y["samples"][0] / x["samples"][0] - 1) < SERIAL_SPREAD, (x, y)
-    assert a[0]["extra"]["baseline"] == b[0]["extra"]["baseline"]  # the loop itself counts the same
+    assert abs(a[0]["extra"]["baseline"] - b[0]["extra"]["baseline"]) <= EMPTY_SPREAD  # the loop itself
     assert all(y["extra"]["node"]["host"] and y["extra"]["counter"] == "callgrind" for y in b)
 
 
