@@ -7,7 +7,8 @@
 #   harness with build isolation, or installing a plain `torch` requirement
 #   into an empty environment, would download a multi-GB CUDA wheel.
 # - harness is then built with --no-build-isolation against that torch.
-# - With --test, tools only the tests need are installed too when missing
+# - With --test, Ray (the optional `ray` extra) and tools only the tests need
+#   are installed too when missing
 #   (Chromium, which renders the HTML report in a test); where they cannot be
 #   installed, a note says so and the tests that need them skip.
 set -euo pipefail
@@ -20,7 +21,7 @@ for arg in "$@"; do
     --test) TEST_TOOLS=1 ;;
     -h|--help)
       echo "usage: bash scripts/setup.sh [--test]"
-      echo "  --test  also install test-only tools when missing (chromium, via apt-get as root)"
+      echo "  --test  also install Ray (the ray extra) and test-only tools when missing (chromium, via apt-get as root)"
       exit 0 ;;
     *) echo "setup: unknown option $arg (see --help)" >&2; exit 2 ;;
   esac
@@ -38,7 +39,11 @@ fi
 # Python, g++ and pip are needed on the machine).
 "${PIP[@]}" "scikit-build-core>=0.10" "pybind11>=2.12" "cmake>=3.18" "ninja>=1.11"
 echo "setup: building harness (C++ core + Python package)"
-"${PIP[@]}" --no-build-isolation -e ".[test]"
+# With --test, Ray too (the optional `ray` extra: `bench --executor ray` and
+# its tests); it does not pull another torch.
+EXTRAS=test
+[ "$TEST_TOOLS" = 1 ] && EXTRAS=test,ray
+"${PIP[@]}" --no-build-isolation -e ".[$EXTRAS]"
 .venv/bin/python -c "import harness, harness._C; print('setup: harness', harness.__version__, 'ready in .venv')"
 
 if [ "$TEST_TOOLS" = 1 ]; then

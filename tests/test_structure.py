@@ -136,6 +136,7 @@ LAYERS = [
     {"harness.define"},
     {"harness.kinds"},
     {"harness.records"},
+    {"harness.cluster"},
     {"harness.run"},
     {"harness.bench"},
     {"harness.present", "harness.cli", "harness.pytest_plugin"},

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +44,8 @@ from harness.model.task import Task
 from harness.options import RunOptions
 from harness.records import environment, store
 from harness.records.noise import check_noise, warning_block
-from harness.run.executors import check_in_process, execute
+from harness.run import shards
+from harness.run.executors import check_executor, check_in_process, execute
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,7 +53,9 @@ class Event:
     """Progress of a run. ``kind``: "status" (a preparation step), "warning", "start" (``total``
     tasks about to run), "result" (``result``, the ``done``-th of ``total``), "written" (``path``;
     ``message`` "run record" for the record itself, ``appended`` when it was added to runs already
-    in the file, ``note`` e.g. which run it replaced; else a file of the kind's own layout)."""
+    in the file, ``note`` e.g. which run it replaced; else a file of the kind's own layout), "nodes"
+    (``nodes``: per node of a cluster, its tasks done and running, and under "(queued)" the tasks no
+    node has started yet)."""
 
     kind: str
     message: str = ""
@@ -62,6 +65,7 @@ class Event:
     path: str = ""
     appended: bool = False
     note: str = ""  # for "written": what else the reader should know (stored beside, run replaced)
+    nodes: Mapping[str, Mapping[str, int]] | None = None
 
 
 OnEvent = Callable[[Event], None]
@@ -155,8 +159,12 @@ def run_tasks(tasks: Sequence[Task], options: RunOptions | None = None, on_event
     """
     options = options or RunOptions()
     emit = on_event or _ignore
-    tasks = with_sides(with_mode(list(tasks), options.mode), list(options.sides))
+    # Shards split benchmarks, not sides: both sides of an A/B pair land in the same part.
+    tasks, shard_note = shards.pick(with_mode(list(tasks), options.mode), options)
+    tasks = with_sides(tasks, list(options.sides))
     run = Run(options, tasks, argv if argv is not None else list(sys.orig_argv))
+    if shard_note is not None:
+        run.environment["shard"] = shard_note
     run.check_output()
     if options.sides:
         # Each side's interpreter, torch build and harness, asked now: one that cannot
@@ -171,13 +179,14 @@ def run_tasks(tasks: Sequence[Task], options: RunOptions | None = None, on_event
         counter = get_counter("callgrind" if options.layers and options.counter == "auto" else options.counter)  # fails here, before anything runs, when it cannot count
     try:
         check_in_process(options, counter)
-        _prepare(tasks, emit)
+        check_executor(options)
+        prepare(tasks, emit)
         if any(t.mode == "wall" for t in tasks):
             run.environment["noise"] = check_noise()
             warning = warning_block(run.environment["noise"])
             if warning:
                 emit(Event("warning", warning))
-            if options.jobs > 1:
+            if options.jobs > 1 and options.executor == "local":  # Ray gives each wall-time task a node
                 emit(Event("warning", f"--jobs {options.jobs} runs wall-time benchmarks concurrently; "
                                       "they compete for cores and caches, so their times are distorted"))
         emit(Event("start", total=len(tasks)))
@@ -187,7 +196,7 @@ def run_tasks(tasks: Sequence[Task], options: RunOptions | None = None, on_event
             emit(Event("result", result=result, done=len(run.results), total=len(tasks)))
 
         try:
-            execute(tasks, options, counter, done)
+            execute(tasks, options, counter, done, lambda nodes: emit(Event("nodes", nodes=nodes)))
         except KeyboardInterrupt as exc:
             raise RunInterrupted(run.write_interrupted(exc, len(tasks), emit), len(tasks), exc) from None
     finally:
@@ -221,7 +230,7 @@ def with_layers(tasks: Sequence[Task], rules: str | None) -> list[Task]:
     return out
 
 
-def _prepare(tasks: Sequence[Task], emit: OnEvent) -> None:
+def prepare(tasks: Sequence[Task], emit: OnEvent = _ignore) -> None:
     """Each kind's preparer, once, with every task of the kinds that name it."""
     preparers: dict[Any, list[Task]] = {}
     for task in tasks:

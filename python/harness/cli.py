@@ -1,4 +1,4 @@
-"""Command line: ``python -m harness {list,bench,compare,report,check,cache}``."""
+"""Command line: ``python -m harness {list,bench,merge,compare,report,check,cache}``."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from harness.options import (
     DEFAULT_MIN_RUN_TIME,
     DEFAULT_NOISE_MARGIN,
     DEFAULT_TIMEOUT,
+    EXECUTOR_CHOICES,
     KEEP_WORKER_ENV,
     MODE_CHOICES,
 )
@@ -103,6 +104,35 @@ def _parser() -> argparse.ArgumentParser:
         help="also list the largest functions of each layer and the rule that claimed each (implies --layers)",
     )
 
+    bench.add_argument(
+        "--shard", metavar="K/N",
+        help="run only the K-th of N balanced, deterministic parts of the selection (one per CI job); "
+        "join the parts' records with `merge`",
+    )
+    bench.add_argument(
+        "--durations", metavar="FILE",
+        help="with --shard: balance the parts by the durations recorded in this earlier run record "
+        "(default: each kind's estimate)",
+    )
+    bench.add_argument(
+        "--executor", choices=EXECUTOR_CHOICES, default="local",
+        help="where tasks run: local (this machine; default) or ray (Ray tasks, each in harness's own "
+        "worker: a local Ray of --jobs CPUs, or the cluster at --address); needs pip install -e '.[ray]'",
+    )
+    bench.add_argument(
+        "--address", metavar="ADDR",
+        help="with --executor ray: the Ray cluster to run on (e.g. ray://head:10001 or auto); "
+        "its nodes need the resource {\"harness_wall\": 1} for wall-time tasks",
+    )
+
+    merge = sub.add_parser("merge", help="join the records of bench --shard parts into one run record")
+    merge.add_argument("output", metavar="OUTPUT", help="run record to write (.json, .jsonl or .csv)")
+    merge.add_argument("inputs", nargs="+", metavar="INPUT", help="the parts' run records")
+    merge.add_argument(
+        "--allow-mixed", action="store_true",
+        help="merge parts that ran on different harness, torch or Python versions (their rows are marked)",
+    )
+
     compare = sub.add_parser(
         "compare", help="compare two run records: change per benchmark and whether it is significant"
     )
@@ -183,7 +213,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     from harness.bench import RunInterrupted, run_tasks
-    from harness.options import RunOptions
+    from harness.options import RunOptions, parse_shard
     from harness.present.layer_table import print_layers
     from harness.present.progress import RunProgress
     from harness.present.table import output_console, print_results
@@ -193,6 +223,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         counter=args.counter, keep_worker=args.keep_worker, in_process=args.in_process, output=args.output,
         pythons=tuple(args.pythons),
         layers=bool(args.layers or args.layers_rules or args.explain_layers), layers_rules=args.layers_rules,
+        shard=parse_shard(args.shard) if args.shard else None, durations=args.durations,
+        executor=args.executor, address=args.address,
     )
     suites, tasks = _suites_and_tasks(args)
     console = Console(stderr=True)
@@ -289,6 +321,20 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_merge(args: argparse.Namespace) -> int:
+    from harness.present.table import print_results
+    from harness.records.merge import MIXED, merge
+    from harness.records.store import check_writable, load, save
+
+    check_writable(args.output)
+    record = merge([(path, load(path)) for path in args.inputs], allow_mixed=args.allow_mixed)
+    print_results(record.results, generic=bool(record.environment.get(MIXED)))
+    appended = save(record, args.output)
+    print(f"merged {len(args.inputs)} record(s), {len(record.results)} results; "
+          f"run record {'appended to' if appended else 'written to'} {args.output}")
+    return 0
+
+
 def cmd_cache(args: argparse.Namespace) -> int:
     from harness.files.cache import cache_info, cache_root, clear_cache
 
@@ -376,7 +422,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 COMMANDS = {
     "list": cmd_list, "bench": cmd_bench, "compare": cmd_compare, "report": cmd_report, "check": cmd_check,
-    "cache": cmd_cache,
+    "cache": cmd_cache, "merge": cmd_merge,
 }
 
 

@@ -10,7 +10,9 @@ A ``Kind`` names, for tasks of that kind (``Task.kind``):
 - ``outputs``: ``{suffix: writer(path, record) -> [paths]}``, files of the
   kind's own layout that ``bench --output FILE.suffix`` writes instead of a
   plain run record when every task of the run is of this kind;
-- ``report(runs) -> html | None``: the kind's section of the HTML report.
+- ``report(runs) -> html | None``: the kind's section of the HTML report;
+- ``estimate``: seconds one task takes per mode, when no earlier run recorded
+  it (``bench --shard`` balances parts by it; ``estimated_seconds``).
 
 Each is a callable or a reference (``"module:function"``, resolved on first
 use), so registering the built-in kinds imports nothing: a run of Python
@@ -45,6 +47,10 @@ class Kind:
     report: Target | None = None
     report_title: str = ""  # the report section's title, named in the report when no run has this kind
     description: str = ""
+    # Seconds one task takes, by mode, at the default --min-run-time: what shards
+    # are balanced by when no earlier run recorded the task's duration. Only the
+    # ratios between kinds matter; rough figures from the 2-core reference VM.
+    estimate: Mapping[str, float] = dataclasses.field(default_factory=lambda: {"wall": 1.0, "instructions": 3.0})
 
 
 _KINDS: dict[str, Kind] = {}
@@ -110,6 +116,12 @@ def runner_for(name: str) -> Callable[..., Any]:
     return resolve(runner, f"the runner of kind {name!r}")
 
 
+def estimated_seconds(task: Any) -> float:
+    """How long ``task`` (a Task) is expected to take, from its kind's ``estimate``."""
+    kind = _KINDS.get(task.kind)
+    return float((kind.estimate if kind is not None else {}).get(task.mode, 1.0))
+
+
 def runner_reference(name: str) -> dict[str, Any] | None:
     """What a worker needs to find the runner of kind ``name``: None for built-in kinds,
     which every worker knows, else ``{"name", "runner"}`` with the runner's reference."""
@@ -119,6 +131,16 @@ def runner_reference(name: str) -> dict[str, Any] | None:
     if runner is None:
         return None
     return {"name": name, "runner": runner if isinstance(runner, str) else reference_of(runner)}
+
+
+def runner_references(tasks: Any) -> dict[str, dict[str, Any]]:
+    """``runner_reference`` of each kind among ``tasks`` that a worker cannot know by name."""
+    refs = {}
+    for kind in {t.kind for t in tasks}:
+        ref = runner_reference(kind)
+        if ref is not None:
+            refs[kind] = ref
+    return refs
 
 
 def ensure(reference: Mapping[str, Any]) -> None:
@@ -137,20 +159,23 @@ _PREPARE_CPP = "harness.run.prepare:prepare_tasks"
 
 _builtin(Kind(
     name="timer", runner="harness.run.timer_task:run_timer_task", preparer=_PREPARE_CPP,
+    estimate={"wall": 0.5, "instructions": 2.0},
     description="one statement (Python or C++), timed or counted",
 ))
 _builtin(Kind(
     name="sampler", runner="harness.run.sampler_task:run_sampler_task",
+    estimate={"wall": 0.5, "instructions": 2.0},
     description="a native sampler an extension module exports",
 ))
 _builtin(Kind(
     name="grouped", runner="harness.run.grouped_task:run_grouped_task", preparer=_PREPARE_CPP,
-    table="harness.present.grouped_table:grouped_table",
+    table="harness.present.grouped_table:grouped_table", estimate={"wall": 0.5, "instructions": 2.0},
     report="harness.present.grouped_report:dispatch_section", report_title="Dispatch overhead",
     description="one op in Python and C++, eager and TorchScript, forward and backward",
 ))
 _builtin(Kind(
     name="compile_time", runner="harness.suites.compile_time.runner:run_compile_time_task",
+    estimate={"wall": 20.0, "instructions": 60.0},
     table="harness.suites.compile_time.table:compile_time_table",
     outputs={".csv": "harness.suites.compile_time.output:write_outputs"},
     report="harness.suites.compile_time.report:compile_time_section", report_title="Compile time",
@@ -158,6 +183,7 @@ _builtin(Kind(
 ))
 _builtin(Kind(
     name="gpt_fast", runner="harness.suites.gpt_fast.runner:run_gpt_fast_task",
+    estimate={"wall": 10.0, "instructions": 60.0},
     table="harness.suites.gpt_fast.table:rows_table",
     outputs={".csv": "harness.suites.gpt_fast.output:write_outputs"},
     report="harness.suites.gpt_fast.report:kernel_section", report_title="Kernel efficiency",

@@ -37,6 +37,13 @@ DEFAULT_NOISE_MARGIN = 0.005
 
 MODE_CHOICES = ("wall", "instructions", "both")
 COUNTER_CHOICES = ("auto", "callgrind", "perf")
+EXECUTOR_CHOICES = ("local", "ray")
+# The Ray resource every node offers once: a wall-time task holds it, so no two
+# wall-time measurements share a machine. Nodes of an existing cluster declare it
+# with `ray start --resources='{"harness_wall": 1}'`.
+WALL_RESOURCE = "harness_wall"
+RAY_INSTALL = "pip install -e '.[ray]'"  # (or pip install 'ray>=2.9')
+RAY_MAX_RETRIES = 3  # times a Ray task is retried after its node is lost (a failed benchmark is never retried)
 
 # -- environment variables --------------------------------------------------------
 CACHE_DIR_ENV = "HARNESS_CACHE_DIR"
@@ -78,6 +85,25 @@ def require_positive(name: str, value: Any, kind: type = float) -> None:
         raise UsageError(f"{name} must be a positive int, got {value!r}")
 
 
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"K/N"`` -> (K, N): the K-th of N parts, 1 <= K <= N."""
+    k, sep, n = str(text).partition("/")
+    try:
+        shard = (int(k), int(n))
+    except ValueError:
+        shard = None
+    if not sep or shard is None:
+        raise UsageError(f"--shard {text!r}: give K/N, the K-th of N parts, e.g. --shard 1/3")
+    check_shard(shard)
+    return shard
+
+
+def check_shard(shard: tuple[int, int]) -> None:
+    k, n = shard
+    if not (isinstance(k, int) and isinstance(n, int) and 1 <= k <= n):
+        raise UsageError(f"--shard {k}/{n}: K must be between 1 and N, e.g. --shard 1/{max(n, 1) if isinstance(n, int) else 3}")
+
+
 def keep_worker_seconds(value: str | float | None = None) -> float | None:
     """Idle timeout of kept workers: ``value``, else ``$HARNESS_KEEP_WORKER``; None: do not keep."""
     raw = env(KEEP_WORKER_ENV) if value is None else value
@@ -108,7 +134,11 @@ class RunOptions:
     isolation or timeouts (debugging). ``layers``: split each instruction
     count into PyTorch's layers (needs callgrind's per-function counts; "auto"
     then means callgrind) by the rules of ``layers_rules`` (a TOML file; None:
-    the shipped rules).
+    the shipped rules). ``shard``: (K, N), run only the K-th of
+    N balanced parts of the tasks (``run.shards``), balanced by the durations
+    in the run record ``durations`` when given. ``executor``: "local" (this
+    machine) or "ray" (``harness.cluster``: a local Ray of ``jobs`` CPUs started
+    for the run, or the cluster at ``address``).
     """
 
     min_run_time: float = DEFAULT_MIN_RUN_TIME
@@ -123,6 +153,10 @@ class RunOptions:
     pythons: tuple[str, ...] = ()
     layers: bool = False
     layers_rules: str | None = None
+    shard: tuple[int, int] | None = None
+    durations: str | None = None
+    executor: str = "local"
+    address: str | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.min_run_time, bool) or not isinstance(self.min_run_time, int | float) or not self.min_run_time > 0:
@@ -139,6 +173,19 @@ class RunOptions:
             raise UsageError("--layers needs callgrind's per-function counts; use --counter callgrind (or auto)")
         if self.layers_rules is not None and not self.layers:
             raise UsageError("--layers-rules is used only with --layers")
+        if self.shard is not None:
+            check_shard(tuple(self.shard))
+        if self.durations is not None and self.shard is None:
+            raise UsageError("--durations balances shards: give --shard K/N with it")
+        if self.executor not in EXECUTOR_CHOICES:
+            raise UsageError(f"unknown executor {self.executor!r}: use one of {', '.join(EXECUTOR_CHOICES)}")
+        if self.address is not None and self.executor != "ray":
+            raise UsageError("--address names a Ray cluster: give --executor ray with it")
+        if self.in_process and self.executor != "local":
+            raise UsageError("--in-process runs tasks in this process: it cannot be combined with --executor ray")
+        if self.pythons and self.executor != "local":
+            # Ray's workers run the cluster's interpreter; the sides need theirs, side by side on one machine.
+            raise UsageError("--python (an A/B run) runs both sides on this machine: drop --executor ray")
         keep_worker_seconds(self.keep_worker)  # a bad value (or $HARNESS_KEEP_WORKER) fails before the run
         self.sides  # noqa: B018 - a bad --python fails before the run
         if self.pythons and self.output and self.output.endswith(".csv"):

@@ -30,6 +30,11 @@ class Task:
     def full_name(self) -> str:
         return f"{self.suite}/{self.name}" + (f"@{self.side}" if self.side else "")
 
+    @property
+    def key(self) -> tuple[str, str]:
+        """What tells tasks of a selection apart (shards, merge, a run's order): name and mode."""
+        return (self.full_name, self.mode)
+
     def to_json(self) -> dict[str, Any]:
         data = {"suite": self.suite, "name": self.name, "kind": self.kind, "params": dict(self.params), "mode": self.mode}
         if self.side:

@@ -43,6 +43,7 @@ class RunProgress:
         self._bar: TaskID | None = None
         self._step: tuple[str, float] | None = None  # the preparation step under way, since when
         self._started = time.monotonic()
+        self._nodes: dict[str, TaskID] = {}  # a row per node of a cluster (--executor ray)
         self.written: list[Event] = []
 
     def __enter__(self) -> RunProgress:
@@ -97,6 +98,12 @@ class RunProgress:
                            f"{_finished(event.result)} ({elapsed:.1f} s)")
             elif self._progress is not None and self._bar is not None:
                 self._progress.update(self._bar, advance=1, description=event.result.task.full_name)
+        elif event.kind == "nodes" and self._progress is not None and event.nodes is not None:
+            for node, counts in event.nodes.items():
+                text = ", ".join(f"{n} {what}" for what, n in counts.items())
+                if node not in self._nodes:
+                    self._nodes[node] = self._progress.add_task("", total=None)
+                self._progress.update(self._nodes[node], description=f"  {escape(node)}: {text}")
         elif event.kind == "written":
             self.written.append(event)
 

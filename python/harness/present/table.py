@@ -77,12 +77,14 @@ def results_table(title: str, results: Iterable[TaskResult]) -> Table:
             table.add_row(escape(r.task.name), "", "", "", f"[red]failed[/red]: {escape(first_line)}")
             continue
         median = format_value(r.median, r.unit) + (f" [yellow]{escape(r.noise_mark)}[/yellow]" if r.noisy else "")
+        # A merged run's row measured on other software than the rest (merge --allow-mixed).
+        mixed = r.extra.get("mixed")
         table.add_row(
             escape(r.task.name),
             median,
             format_value(r.iqr, r.unit),
             f"{len(r.samples)}x{r.number_per_run}",
-            "ok",
+            f"ok [yellow](mixed: {escape(str(mixed))})[/yellow]" if mixed else "ok",
         )
     return table
 
@@ -120,15 +122,17 @@ def _table_for(r: TaskResult, tables: Mapping[str, str | None]) -> tuple[tuple[s
 
 
 def print_results(
-    results: list[TaskResult], console: Console | None = None, tables: Mapping[str, str | None] | None = None
+    results: list[TaskResult], console: Console | None = None, tables: Mapping[str, str | None] | None = None,
+    generic: bool = False,
 ) -> None:
     """One table per suite: its own (``tables``: suite -> ``Suite.table``), else one per kind that
-    has a table of its own (both modes in it), else the generic table per mode."""
+    has a table of its own (both modes in it), else the generic table per mode; ``generic``: the
+    generic table for every suite (it marks the rows of a mixed merge)."""
     console = console or output_console()
     groups: dict[tuple[str, str], list[TaskResult]] = {}
     chosen: dict[tuple[str, str], TableFunction | None] = {}
     for r in results:
-        key, function = _table_for(r, tables or {})
+        key, function = ((r.task.suite, r.task.mode), None) if generic else _table_for(r, tables or {})
         chosen.setdefault(key, function)
         groups.setdefault(key, []).append(r)
     for (suite, mode), rs in groups.items():

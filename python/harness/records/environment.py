@@ -72,6 +72,29 @@ def _nvidia_driver() -> str | None:
     return out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout.strip() else None
 
 
+def fingerprint(environment: dict[str, Any]) -> dict[str, str]:
+    """What must be equal for results to belong in one run: harness, torch and Python versions."""
+    torch = environment.get("torch") or {}
+    return {
+        "harness": str(environment.get("harness_version")),
+        "torch": str(torch.get("version") if isinstance(torch, dict) else torch),
+        "python": str(environment.get("python")),
+    }
+
+
+def local_fingerprint() -> dict[str, str]:
+    """This process's fingerprint (the same fields as ``fingerprint``)."""
+    import torch
+
+    from harness import _version
+
+    return {"harness": _version.__version__, "torch": str(torch.__version__), "python": sys.version.split()[0]}
+
+
+def describe(fp: dict[str, str]) -> str:
+    return f"harness {fp['harness']}, torch {fp['torch']}, Python {fp['python']}"
+
+
 def collect(argv: list[str] | None = None) -> dict[str, Any]:
     """Everything a reader needs to judge whether two runs are comparable."""
     return {

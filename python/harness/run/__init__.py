@@ -5,9 +5,11 @@ Lives here: ``worker`` (the worker process's main), ``dispatch``
 ``timer_task``, ``sampler_task``, ``grouped_task`` (the runners of the
 built-in kinds), ``instructions`` (instruction-count runs of statements),
 ``prepare`` (every C++ statement of a run in one build, TorchScript models
-scripted), ``executors`` (in this process, or in worker pools).
-May import: ``harness.kinds``, ``harness.define``, ``harness.measure``,
-``harness.workers``, ``harness.model``, ``harness.errors``,
-``harness.options``.
+scripted), ``executors`` (in this process, in worker pools, or on Ray
+through ``harness.cluster``), ``shards`` (``--shard K/N``: balanced parts).
+May import: ``harness.cluster`` (only for ``--executor ray``),
+``harness.kinds``, ``harness.define``, ``harness.measure``,
+``harness.workers``, ``harness.records``, ``harness.model``,
+``harness.errors``, ``harness.options``.
 Imported by: ``harness.bench``; the worker process runs ``run.worker``.
 """

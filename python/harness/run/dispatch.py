@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import traceback
 
 from harness.errors import HarnessError
@@ -12,7 +13,17 @@ from harness.options import DEFAULT_MIN_RUN_TIME
 
 
 def run_task(task: Task, min_run_time: float = DEFAULT_MIN_RUN_TIME) -> TaskResult:
-    """Run one task in this process; any failure becomes a failed result, never an exception."""
+    """Run one task in this process; any failure becomes a failed result, never an exception.
+
+    ``extra["elapsed_s"]``: the seconds it took, what ``--durations`` balances shards by.
+    """
+    start = time.perf_counter()
+    result = _run(task, min_run_time)
+    result.extra.setdefault("elapsed_s", round(time.perf_counter() - start, 3))
+    return result
+
+
+def _run(task: Task, min_run_time: float) -> TaskResult:
     try:
         runner = runner_for(task.kind)
     except HarnessError as exc:

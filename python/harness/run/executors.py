@@ -24,6 +24,8 @@ from harness.workers.kept import KeptWorker
 from harness.workers.pool import WorkerPool
 
 OnResult = Callable[[TaskResult], None]
+# Per node of a cluster: {"done": n, "running": n}; "(queued)": {"queued": n}.
+OnNodes = Callable[[dict[str, dict[str, int]]], None]
 
 
 def check_in_process(options: RunOptions, counter: InstructionCounter | None) -> None:
@@ -46,19 +48,10 @@ def run_here(tasks: Sequence[Task], options: RunOptions, counter: InstructionCou
         on_result(run_task(task, options.min_run_time))
 
 
-def _kind_references(tasks: Sequence[Task]) -> dict[str, dict]:
-    refs = {}
-    for kind in {t.kind for t in tasks}:
-        ref = kinds.runner_reference(kind)
-        if ref is not None:
-            refs[kind] = ref
-    return refs
-
-
 def run_in_workers(tasks: Sequence[Task], options: RunOptions, counter: InstructionCounter | None,
                    on_result: OnResult) -> None:
     """Wall-time tasks in plain workers, then instruction-count tasks in the counter's workers."""
-    refs = _kind_references(tasks)
+    refs = kinds.runner_references(tasks)
     wall = [t for t in tasks if t.mode != "instructions"]
     counted = [t for t in tasks if t.mode == "instructions"]
     if wall:
@@ -77,6 +70,21 @@ def run_in_workers(tasks: Sequence[Task], options: RunOptions, counter: Instruct
         ).run(counted, options.min_run_time, on_result)
 
 
+def check_executor(options: RunOptions) -> None:
+    """Before preparing anything: the chosen executor can run here (Ray is installed)."""
+    if options.executor == "ray":
+        from harness.cluster.executor import require_ray
+
+        require_ray()
+
+
 def execute(tasks: Sequence[Task], options: RunOptions, counter: InstructionCounter | None,
-            on_result: OnResult) -> None:
-    (run_here if options.in_process else run_in_workers)(tasks, options, counter, on_result)
+            on_result: OnResult, on_nodes: OnNodes | None = None) -> None:
+    """Run ``tasks`` where ``options`` say: Ray (``harness.cluster``, imported only then), this
+    process, or local worker pools."""
+    if options.executor == "ray":
+        from harness.cluster.executor import run_on_ray
+
+        run_on_ray(tasks, options, counter, on_result, on_nodes)
+    else:
+        (run_here if options.in_process else run_in_workers)(tasks, options, counter, on_result)

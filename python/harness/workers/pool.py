@@ -127,6 +127,11 @@ class WorkerPool:
             message = with_stderr(str(exc), worker.take_stderr()) + self._notes(worker.proc.pid, worker)
             return None, TaskResult(task=task, status="failed", error=message)
 
+    def run_on(self, worker: Any, task: Task, min_run_time: float) -> tuple[Any, TaskResult]:
+        """One task on ``worker`` (None: start one), for callers that keep workers across runs
+        (a Ray task): the worker to reuse (None when it was killed) and the result."""
+        return self._run_one(worker, task, min_run_time)
+
     def run(
         self,
         tasks: Iterable[Task],

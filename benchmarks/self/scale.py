@@ -1,0 +1,112 @@
+"""What spreading a run costs and gains: serial, --jobs 2 and Ray with 2 workers, in one run; then
+longest-task-first schedules of the full default suites on 4 to 64 workers.
+
+Prints, from one run on this machine:
+  1. the dispatch suite (or the -k selection of it) in instruction mode: wall time of a serial run,
+     of --jobs 2 and of --executor ray on a local Ray of 2 CPUs, each with its speedup over serial
+     (the C++ statements are built before, so no run pays for the build; each run still starts
+     its own workers, and the Ray run its local Ray)
+                                     targets: --jobs 2 >= 1.8x serial; Ray within 10% of --jobs 2
+  2. whether Ray's and --jobs 2's counts are identical to the serial counts (task by task)
+                                     target: identical
+  3. from the durations recorded in (1)'s serial run and in a compile-time run (--compile-time FILE,
+     a record of `bench compile_time --mode both`; else each kind's estimate, said so), the
+     predicted wall time and efficiency (serial seconds / (workers x wall time)) of the full
+     default dispatch (instruction mode) and compile-time suites on 4, 8, 16, 32 and 64 workers,
+     scheduled longest task first (`harness.run.shards.makespan`, the rule --shard uses). Tasks of
+     the full suite that (1) did not run weigh the mean of those it did.
+
+Run: .venv/bin/python benchmarks/self/scale.py [-k PATTERN] [--counter callgrind] [--compile-time FILE]
+It is slow under callgrind (the whole dispatch suite three times: about an hour on 2 cores);
+-k narrows (1) and (2) to a part of the suite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from pathlib import Path
+
+from harness import kinds
+from harness.bench import prepare, run_tasks
+from harness.define.discovery import select_suites
+from harness.define.selection import select, with_mode
+from harness.model.task import Task
+from harness.options import RunOptions
+from harness.records.store import load_runs
+from harness.run.shards import durations_of, makespan
+
+ROOT = Path(__file__).resolve().parents[1]
+WORKERS = (4, 8, 16, 32, 64)
+
+
+def _tasks(suite: str, pattern: str | None = None, mode: str | None = None) -> list[Task]:
+    found = [t for s in select_suites(ROOT, [suite]) for t in s.tasks()]
+    return with_mode(select(found, pattern), mode)
+
+
+def _timed(tasks: list[Task], options: RunOptions) -> tuple[float, dict]:
+    start = time.perf_counter()
+    record = run_tasks(tasks, options)
+    return time.perf_counter() - start, record
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-k", dest="pattern", help="only these dispatch benchmarks in (1) and (2)")
+    parser.add_argument("--counter", default="auto", choices=("auto", "callgrind", "perf"))
+    parser.add_argument("--min-run-time", type=float, default=0.01)
+    parser.add_argument("--compile-time", metavar="FILE", help="run record of a compile-time run (its durations)")
+    args = parser.parse_args()
+
+    tasks = _tasks("dispatch", args.pattern, "instructions")
+    common = {"mode": "instructions", "counter": args.counter, "min_run_time": args.min_run_time}
+    print(f"(1) dispatch suite, instruction mode ({args.counter}): {len(tasks)} tasks")
+    prepare(tasks)  # C++ statements built and cached before any timed run, so no run pays for them
+    runs = {}
+    for label, options in (
+        ("serial", RunOptions(**common)),
+        ("--jobs 2", RunOptions(jobs=2, **common)),
+        ("ray, 2 workers", RunOptions(executor="ray", jobs=2, **common)),
+    ):
+        runs[label] = _timed(tasks, options)
+    serial_s = runs["serial"][0]
+    for label, (seconds, _) in runs.items():
+        print(f"  {label:<16} {seconds:8.1f} s   speedup {serial_s / seconds:5.2f}x")
+    jobs_s, ray_s = runs["--jobs 2"][0], runs["ray, 2 workers"][0]
+    print(f"  targets: --jobs 2 >= 1.8x ({serial_s / jobs_s:.2f}x); "
+          f"Ray within 10% of --jobs 2 ({(ray_s / jobs_s - 1) * 100:+.1f}%)")
+
+    print("(2) counts identical to the serial run's")
+    serial = {r.task.key: r.samples for r in runs["serial"][1].results}
+    for label in ("--jobs 2", "ray, 2 workers"):
+        results = runs[label][1].results
+        same = sum(serial.get(r.task.key) == r.samples for r in results)
+        worst = max((abs(r.samples[0] / serial[r.task.key][0] - 1) for r in results
+                     if r.ok and r.samples and serial.get(r.task.key) and serial[r.task.key][0]), default=0.0)
+        print(f"  {label:<16} {same} of {len(results)} identical; largest difference {worst * 100:.2f}%")
+
+    print("(3) predicted wall time of the full default suites, longest task first")
+    measured = durations_of([runs["serial"][1]])
+    mean = statistics.fmean(measured.values()) if measured else 1.0
+    full_dispatch = _tasks("dispatch", None, "instructions")
+    suites = {"dispatch (instructions)": [measured.get(t.key, mean) for t in full_dispatch]}
+    compile_tasks = _tasks("compile_time")
+    if args.compile_time:
+        recorded = durations_of(load_runs(args.compile_time))
+        source = f"durations from {args.compile_time}"
+    else:
+        recorded, source = {}, "each kind's estimate (give --compile-time FILE for measured durations)"
+    suites["compile_time (both modes)"] = [recorded.get(t.key, kinds.estimated_seconds(t)) for t in compile_tasks]
+    print(f"  compile_time: {source}")
+    for name, costs in suites.items():
+        total = sum(costs)
+        print(f"  {name}: {len(costs)} tasks, {total:.0f} s serial, longest {max(costs):.0f} s")
+        for workers in WORKERS:
+            span = makespan(costs, workers)
+            print(f"    {workers:>3} workers: {span:8.1f} s   efficiency {total / (workers * span):5.1%}")
+
+
+if __name__ == "__main__":
+    main()

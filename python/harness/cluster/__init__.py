@@ -1,0 +1,14 @@
+"""Ray, the distributed engine: a run's tasks as Ray tasks, each in harness's own worker process.
+
+Lives here: ``executor`` (the driver side: starting or joining Ray, submitting
+wall-time then instruction-count tasks, streaming results, per-node
+progress, Ctrl-C), ``remote`` (what runs on a node: the environment check,
+harness's worker process kept per Ray worker, the node and times a result
+records), ``tracker`` (the actor that tells the driver which node runs what).
+Named ``cluster``, not ``ray``, so it can never shadow the real ``ray``.
+Ray is imported only inside the functions that need it: ``import harness``
+and every run without ``--executor ray`` never load it.
+May import: ``harness.workers``, ``harness.records``, ``harness.kinds``,
+``harness.measure`` (the instruction counter), ``harness.model``, the foundation.
+Imported by: ``harness.run.executors`` (only when the executor is "ray").
+"""

@@ -1,0 +1,137 @@
+"""What a Ray task runs on its node: one harness task in harness's own worker process.
+
+The Ray worker process that Ray hands the task to keeps harness's worker
+(started once, under valgrind for callgrind) for the tasks Ray gives it next,
+so a node pays the worker's start-up per Ray worker, not per task. The task
+runs through ``WorkerPool.run_on``: a crash or a ``--timeout`` kills only
+harness's worker and becomes a failed result, which Ray returns like any
+other (never retried: only a lost node makes Ray run a task again).
+
+harness's worker starts with the driver's environment variables and working
+directory, not the Ray worker's: the size of the environment shifts the
+stack, and with it the instruction counts of alignment-sensitive code (a
+Python-level torch op by ~0.7%), so only an identical start gives counts
+identical to a local run's.
+
+Before its first task a node compares its harness, torch and Python with the
+driver's; on a mismatch each of its tasks fails with both fingerprints named.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import socket
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from harness.measure.counters.base import InstructionCounter
+from harness.measure.counters.choice import get_counter
+from harness.model.result import TaskResult
+from harness.model.task import Task
+from harness.records.environment import describe, local_fingerprint
+from harness.workers.pool import WorkerPool
+
+# Per Ray worker process: counter name ("" for wall time) -> (pool, its kept worker or None).
+_WORKERS: dict[str, tuple[WorkerPool, Any]] = {}
+_COUNTERS: dict[str, InstructionCounter] = {}
+_FINGERPRINT: dict[str, str] = {}
+
+
+def node_label(node: dict[str, Any]) -> str:
+    """How progress names a node: its host, and its Ray node id where one host runs several nodes."""
+    return f"{node['host']}:{node['node_id'][:6]}"
+
+
+def this_node() -> dict[str, Any]:
+    import ray
+
+    context = ray.get_runtime_context()
+    return {"host": socket.gethostname(), "node_id": context.get_node_id(),
+            "ip": ray.util.get_node_ip_address()}
+
+
+def _pool(counter_name: str, timeout: float, kinds: dict[str, Any]) -> tuple[WorkerPool, Any]:
+    if counter_name not in _WORKERS:
+        if counter_name:
+            counter = _COUNTERS[counter_name] = get_counter(counter_name)  # its files are this node's
+            pool = WorkerPool(prefix=counter.worker_prefix(), env=counter.worker_env(), timeout=timeout,
+                              diagnostics=counter.diagnostics, kinds=kinds)
+        else:
+            pool = WorkerPool(timeout=timeout, kinds=kinds)
+        _WORKERS[counter_name] = (pool, None)
+    pool, worker = _WORKERS[counter_name]
+    pool.timeout, pool.kinds = timeout, dict(kinds)
+    return pool, worker
+
+
+@atexit.register
+def _close() -> None:
+    for _, worker in _WORKERS.values():
+        if worker is not None:
+            worker.close()
+    for counter in _COUNTERS.values():
+        counter.close()
+
+
+@contextlib.contextmanager
+def _driver_environment(environ: dict[str, str], cwd: str) -> Iterator[None]:
+    """This process's environment and directory as the driver's, while harness's worker starts."""
+    saved, saved_cwd = dict(os.environ), os.getcwd()
+    os.environ.clear()
+    os.environ.update(environ)
+    with contextlib.suppress(OSError):  # a node without the driver's directory starts where it is
+        os.chdir(cwd)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+        os.chdir(saved_cwd)
+
+
+def mismatch(driver: dict[str, str]) -> str | None:
+    """Why this node cannot run the driver's tasks (another harness, torch or Python), or None."""
+    if not _FINGERPRINT:
+        _FINGERPRINT.update(local_fingerprint())
+    if _FINGERPRINT == driver:
+        return None
+    return (f"this node runs {describe(_FINGERPRINT)} but the driver runs {describe(driver)}; "
+            "install the driver's versions on every node (or run from the same environment)")
+
+
+def run_remote(task_json: dict[str, Any], min_run_time: float, timeout: float, counter_name: str,
+               kinds: dict[str, Any], driver: dict[str, str], environ: dict[str, str], cwd: str,
+               tracker: Any = None, index: int = 0) -> dict[str, Any]:
+    """The body of every Ray task: the result's JSON, with ``extra["node"]`` (host, node id, IP,
+    start and end in seconds since the epoch). ``driver``: the driver's fingerprint;
+    ``environ`` and ``cwd``: its environment and directory, which harness's worker starts with."""
+    task = Task.from_json(task_json)
+    node = this_node()
+    if tracker is not None:
+        tracker.started.remote(index, node_label(node))
+    started = time.time()
+    why = mismatch(driver)
+    if why is not None:
+        result = TaskResult(task=task, status="failed", error=f"node {node['ip']} ({node['host']}) refused: {why}")
+    else:
+        pool, worker = _pool(counter_name, timeout, kinds)
+        if worker is not None and task.params.get("fresh_worker"):
+            worker.close()  # its figure depends on what the process ran before (see WorkerPool.run)
+            worker = None
+        try:
+            if worker is None:
+                with _driver_environment(environ, cwd):
+                    worker, result = pool.run_on(worker, task, min_run_time)
+            else:
+                worker, result = pool.run_on(worker, task, min_run_time)
+        except BaseException:
+            # Cancelled (Ctrl-C on the driver): harness's worker goes with the task.
+            pool.shutdown()
+            _WORKERS.pop(counter_name, None)
+            raise
+        _WORKERS[counter_name] = (pool, worker)
+    result.extra["node"] = {**node, "started": started, "finished": time.time()}
+    return result.to_json()
