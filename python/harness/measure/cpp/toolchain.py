@@ -37,10 +37,10 @@ def include_dirs() -> list[Path]:
         (_REPO_CSRC / "include", _REPO_CSRC / "stmt"),
         (PACKAGE_DIR / "include", PACKAGE_DIR / "include"),
     ):
-        if (include / "harness" / "runner.h").is_file() and (runtime / "harness" / "stmt_runtime.h").is_file():
+        if (include / "harness" / "runner.h").is_file() and (runtime / "harness" / "stmt.h").is_file():
             return [include, runtime] if include != runtime else [include]
     raise BuildError(
-        "the harness C++ headers (harness/runner.h, harness/stmt_runtime.h) are missing; "
+        "the harness C++ headers (harness/runner.h, harness/stmt.h) are missing; "
         "reinstall harness with `pip install --no-build-isolation .`"
     )
 
@@ -103,7 +103,8 @@ def toolchain() -> Toolchain:
         extra.append("-fcoroutines")
     digest = hashlib.sha256()
     for d in include_dirs():
-        for header in sorted(d.rglob("*.h")):
+        # The headers and the runtime's source (measure.cpp.runtime) alike.
+        for header in sorted([*d.rglob("*.h"), *d.rglob("*.cpp")]):
             digest.update(header.name.encode())
             digest.update(header.read_bytes())
     return Toolchain(
