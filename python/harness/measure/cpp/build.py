@@ -66,7 +66,7 @@ from harness.measure.cpp.pch import (
 )
 from harness.measure.cpp.runtime import StatementModule, runtime
 from harness.measure.cpp.statement import SECTIONS, CppStatement
-from harness.measure.cpp.toolchain import include_dirs, toolchain
+from harness.measure.cpp.toolchain import load_extension, toolchain
 
 FAILURE_TTL_S = 3600.0  # how long a statement's compile error is trusted without recompiling
 
@@ -198,8 +198,6 @@ class _CompileFailed(Exception):
 
 def _compile(statements: list[CppStatement], include_set: str) -> tuple[StatementModule, str, float]:
     """Compile and load one module holding ``statements``; raises _CompileFailed with the compiler's output."""
-    from torch.utils import cpp_extension
-
     tc = toolchain()
     module_key = hashlib.sha256(
         "\n".join([tc.key, include_set, *[s.key for s in statements]]).encode()).hexdigest()[:16]
@@ -213,10 +211,6 @@ def _compile(statements: list[CppStatement], include_set: str) -> tuple[Statemen
             except BuildError:
                 shutil.rmtree(build_dir, ignore_errors=True)  # damaged: build it again
         build_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        # We hold the lock, so a baton left by a killed build is stale (cpp_extension would wait on it forever).
-        for stale in ("lock", "build.ninja"):
-            with contextlib.suppress(FileNotFoundError):
-                (build_dir / stale).unlink()
         sources = []
         for t, text in enumerate(generate_sources(name, statements, include_set)):
             path = build_dir / f"tu{t}.cpp"
@@ -237,17 +231,8 @@ def _compile(statements: list[CppStatement], include_set: str) -> tuple[Statemen
         runtime_ready.start()
         t0 = time.monotonic()
         try:
-            cpp_extension.load(
-                name=name,
-                sources=sources,
-                extra_cflags=cflags,
-                extra_ldflags=list(tc.extra_ldflags),
-                extra_include_paths=[str(p) for p in include_dirs()],
-                build_directory=str(build_dir),
-                verbose=False,
-                # A plain shared library: the runtime loads it (no Python headers in statement TUs).
-                is_python_module=False,
-            )
+            # A plain shared library: the runtime loads it (no Python headers in statement TUs).
+            load_extension(name, sources, build_dir, cflags, python_module=False)
         except Exception as exc:  # cpp_extension raises RuntimeError carrying ninja's output
             raise _CompileFailed(str(exc)) from None
         finally:

@@ -11,7 +11,6 @@ there does not load (a damaged or half-written cache).
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import importlib.machinery
 import importlib.util
@@ -26,7 +25,7 @@ from typing import Any
 from harness.errors import BuildError
 from harness.files.cache import ensure_private_dir
 from harness.measure.cpp.log import log_event
-from harness.measure.cpp.toolchain import include_dirs, toolchain
+from harness.measure.cpp.toolchain import include_dirs, load_extension, toolchain
 
 RUNTIME_SOURCE = "stmt_runtime.cpp"
 
@@ -60,25 +59,9 @@ def _import(name: str, so: Path) -> ModuleType:
 
 
 def _compile(name: str, build_dir: Path) -> ModuleType:
-    from torch.utils import cpp_extension
-
-    tc = toolchain()
-    # We hold the lock, so a baton left by a killed build is stale (cpp_extension would wait on it forever).
-    for stale in ("lock", "build.ninja"):
-        with contextlib.suppress(FileNotFoundError):
-            (build_dir / stale).unlink()
     t0 = time.monotonic()
     try:
-        module = cpp_extension.load(
-            name=name,
-            sources=[str(runtime_source())],
-            extra_cflags=list(tc.extra_cflags),
-            extra_ldflags=list(tc.extra_ldflags),
-            extra_include_paths=[str(p) for p in include_dirs()],
-            build_directory=str(build_dir),
-            verbose=False,
-            is_python_module=True,
-        )
+        module = load_extension(name, [str(runtime_source())], build_dir, toolchain().extra_cflags, python_module=True)
     except Exception as exc:  # cpp_extension raises RuntimeError carrying ninja's output
         raise BuildError(f"the harness C++ statement runtime does not build:\n{str(exc)[-4000:]}") from None
     sys.modules.pop(name, None)

@@ -18,6 +18,7 @@ import subprocess
 import sysconfig
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from harness.errors import BuildError
 from harness.files.cache import cache_dir, ensure_private_dir
@@ -117,4 +118,30 @@ def toolchain() -> Toolchain:
         extra_cflags=tuple(extra),
         extra_ldflags=tuple(_fast_linker(cxx)),
         header_digest=digest.hexdigest()[:16],
+    )
+
+
+def load_extension(name: str, sources: Sequence[str], build_dir: Path, cflags: Sequence[str],
+                   python_module: bool) -> Any:
+    """Compile ``sources`` with torch.utils.cpp_extension into ``build_dir`` and load the result.
+
+    The caller holds ``build_dir``'s lock, so a baton or half-written
+    build.ninja left there by a killed build is stale (cpp_extension would
+    wait on it for ever) and is removed first.
+    """
+    from torch.utils import cpp_extension
+
+    for stale in ("lock", "build.ninja"):
+        with contextlib.suppress(FileNotFoundError):
+            (build_dir / stale).unlink()
+    tc = toolchain()
+    return cpp_extension.load(
+        name=name,
+        sources=list(sources),
+        extra_cflags=list(cflags),
+        extra_ldflags=list(tc.extra_ldflags),
+        extra_include_paths=[str(p) for p in include_dirs()],
+        build_directory=str(build_dir),
+        verbose=False,
+        is_python_module=python_module,
     )
