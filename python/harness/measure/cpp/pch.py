@@ -84,14 +84,15 @@ def _pch_lock_path(include_set: str = LEAN) -> Path:
     return pch_dir(include_set) / "build.lock"
 
 
-def pch_building(include_set: str = LEAN) -> bool:
-    """True while some process holds this include set's PCH build lock."""
-    with open(_pch_lock_path(include_set), "a") as f:
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        fcntl.flock(f, fcntl.LOCK_UN)
+def pch_building(include_set: str | None = None) -> bool:
+    """True while some process holds this include set's PCH build lock (any set's, when None)."""
+    for each in INCLUDE_SETS if include_set is None else (include_set,):
+        with open(_pch_lock_path(each), "a") as f:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True
+            fcntl.flock(f, fcntl.LOCK_UN)
     return False
 
 
