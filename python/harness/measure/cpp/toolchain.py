@@ -22,6 +22,7 @@ from typing import Any
 
 from harness.errors import BuildError
 from harness.files.cache import cache_dir, ensure_private_dir
+from harness.options import CXX_ENV, env
 
 OPT_FLAGS = ("-O2", "-DNDEBUG")  # what torch's C++ Timer uses, minus -g
 # The coroutine frame of a statement holds its lambdas, whose types have no
@@ -89,9 +90,11 @@ def _fast_linker(cxx: str) -> list[str]:
 @functools.cache
 def toolchain() -> Toolchain:
     import torch
-    from torch.utils import cpp_extension
 
-    cxx = cpp_extension.get_cxx_compiler()
+    # cpp_extension's own rules (get_cxx_compiler, include_paths()[0]), without
+    # importing it: it imports setuptools, most of a cached statement's cost.
+    cxx = env(CXX_ENV) or "c++"
+    torch_include = str(Path(torch.__file__).resolve().parent / "include")
     version = _run([cxx, "--version"]).splitlines()[0].strip()
     gcc_major: int | None = None
     if "clang" not in version.lower():
@@ -113,7 +116,7 @@ def toolchain() -> Toolchain:
         version=version,
         gcc_major=gcc_major,
         torch_version=torch.__version__,
-        torch_include=cpp_extension.include_paths()[0],
+        torch_include=torch_include,
         ext_suffix=sysconfig.get_config_var("EXT_SUFFIX") or ".so",
         extra_cflags=tuple(extra),
         extra_ldflags=tuple(_fast_linker(cxx)),
