@@ -7,6 +7,8 @@
 #   harness with build isolation, or installing a plain `torch` requirement
 #   into an empty environment, would download a multi-GB CUDA wheel.
 # - harness is then built with --no-build-isolation against that torch.
+# - Then the C++ statement runtime and lean PCH are built into the harness
+#   cache (python -m harness.measure.cpp.pch --prepare).
 # - With --test, Ray (the optional `ray` extra) and tools only the tests need
 #   are installed too when missing
 #   (Chromium, which renders the HTML report in a test); where they cannot be
@@ -45,6 +47,13 @@ EXTRAS=test
 [ "$TEST_TOOLS" = 1 ] && EXTRAS=test,ray
 "${PIP[@]}" --no-build-isolation -e ".[$EXTRAS]"
 .venv/bin/python -c "import harness, harness._C; print('setup: harness', harness.__version__, 'ready in .venv')"
+# The C++ statement runtime and the lean precompiled header, once per torch
+# and compiler, so the first C++ statement does not wait for them. Not fatal:
+# without them the first statement builds them itself (the PCH in the background).
+echo "setup: precompiling the C++ statement headers (once per torch and compiler; about a minute)"
+if ! .venv/bin/python -m harness.measure.cpp.pch --prepare; then
+  echo "setup: note: precompiling failed; the first C++ statement will build the runtime and PCH itself"
+fi
 
 if [ "$TEST_TOOLS" = 1 ]; then
   if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then

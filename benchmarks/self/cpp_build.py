@@ -1,27 +1,31 @@
 """Build speed and agreement of C++ statements: harness vs torch.utils.benchmark.Timer(language="cpp").
 
 Run: ``.venv/bin/python benchmarks/self/cpp_build.py`` (~5-10 minutes: torch compiles
-three statements, ~35 s of CPU each on a 2-core machine).
+five statements, ~35 s of CPU each on a 2-core machine).
 
 Everything is measured in one run, side by side, so the ratios hold on a busy
 machine too; each build is reported as wall time and as the CPU time of the
 compiler processes it ran (less sensitive to other load). harness uses a fresh
-temporary cache, so "first statement" includes an empty cache.
+temporary cache.
 
-1. first statement, empty cache: harness compiles without the PCH and starts
-   the PCH build in the background; "ready" is when the statement can run.
-   torch: its Timer compiling the same statement (it has no cache across
-   processes, so every statement costs this).
-2. a new statement once the PCH exists (harness waits for the background PCH
-   first), against torch compiling that statement.
-3. the first statement again, from a fresh process (the cross-process cache).
-4. 20 new statements in one build, against harness's one new statement.
-5. agreement: C++ eager medians of harness and torch's C++ Timer on the same
+0. set-up: ``python -m harness.measure.cpp.pch --prepare`` (what
+   ``scripts/setup.sh`` runs): the statement runtime and the lean PCH, timed
+   on their own.
+1. the first statement after set-up, against torch's Timer compiling the same
+   statement (it has no cache across processes, so every statement costs this).
+2. a new statement with the PCH warm, against torch compiling that statement.
+3. a new statement that needs the full include set (torch::nn), once the full
+   set's PCH exists (the first such statement starts it in the background;
+   both are shown), against torch compiling the same statement.
+4. the first statement again, from a fresh process (the cross-process cache).
+5. 20 new statements in one build, against harness's one new statement.
+6. agreement: C++ eager medians of harness and torch's C++ Timer on the same
    statements, many short alternating rounds, same process (minima too: on a
    shared machine they are the figure least moved by other processes).
 
-Targets (issue 4): first <= torch; new <= 25% of torch; cached <= 1 s;
-20 statements <= 2x one; agreement within +-10%.
+Targets (issue 19): new statement <= 3 s and <= 0.10 of torch; new full-set
+statement <= 0.25 of torch; first after set-up <= 0.35 of torch; cached <= 0.2 s;
+20 statements <= 1.5x one; agreement within +-3%.
 """
 
 from __future__ import annotations
@@ -43,6 +47,9 @@ from pathlib import Path
 GRAD_SETUP = "auto x = torch::ones({4, 4});\nauto w = torch::ones({4, 4});\nw.set_requires_grad(true);"
 PLAIN_SETUP = "auto x = torch::ones({4, 4});\nauto w = torch::ones({4, 4});"
 FIRST = ("auto y = x * w;", GRAD_SETUP)  # the reference's example
+FULL_SETUP = "torch::nn::Linear lin(4, 4);\nauto x = torch::ones({4, 4});"
+FULL_FIRST = ("auto y = torch::nn::functional::relu(x);", PLAIN_SETUP)
+FULL_NEW = ("auto y = lin(x);", FULL_SETUP)
 NEW = ("auto y = torch::mm(x, w);", PLAIN_SETUP)
 THIRD = ("auto y = x.sum(0);", PLAIN_SETUP)
 OPS = [
@@ -147,6 +154,11 @@ def main() -> int:
     from harness.measure.cpp.build import build
     from harness.measure.cpp.pch import wait_for_pch
 
+    def prepare() -> Clock:
+        with Clock() as c:
+            subprocess.run([sys.executable, "-m", "harness.measure.cpp.pch", "--prepare"], check=True)
+        return c
+
     def statement(stmt: str, setup: str):
         return CppBlock(stmt, setup).statement
 
@@ -154,26 +166,45 @@ def main() -> int:
     print(f"empty cache: {cache}\n")
     try:
         rows = []
-        # 1. first statement, empty cache
+        # 0. set-up: the runtime and the lean PCH
+        setup = prepare()
+        print(f"set-up (runtime + lean PCH, once per toolchain): {setup}")
+
+        # 1. first statement after set-up
         torch_first_timer, torch_first = torch_compile(*FIRST)
         with Clock() as ours_first:
             report = build([statement(*FIRST)])
         assert report.built == 1, report.failed
-        with Clock() as pch_wait:
-            pch = wait_for_pch(timeout=1200)
-        rows.append(("first statement, empty cache", ours_first, torch_first, ours_first.wall / torch_first.wall,
-                     "<= 1", ours_first.wall <= torch_first.wall))
-        print(f"first statement: harness ready in {ours_first}; torch {torch_first}; "
-              f"PCH {'ready' if pch else 'NOT built'} {pch_wait.wall:.1f} s after that (background)")
+        rows.append(("first statement after set-up", ours_first, torch_first, ours_first.wall / torch_first.wall,
+                     "<= 0.35", ours_first.wall <= 0.35 * torch_first.wall))
+        print(f"first statement: harness {ours_first} (pch used: "
+              f"{report.compiled[statement(*FIRST).key].pch_used}); torch {torch_first}")
 
-        # 2. new statement, PCH exists
+        # 2. new statement, PCH warm
         torch_new_timer, torch_new = torch_compile(*NEW)
         with Clock() as ours_new:
             report = build([statement(*NEW)])
         pch_used = report.compiled[statement(*NEW).key].pch_used
-        rows.append(("new statement, PCH exists", ours_new, torch_new, ours_new.wall / torch_new.wall,
-                     "<= 0.25", ours_new.wall <= 0.25 * torch_new.wall))
+        rows.append(("new statement, PCH warm", ours_new, torch_new, ours_new.wall / torch_new.wall,
+                     "<=.10,3s", ours_new.wall <= 0.10 * torch_new.wall and ours_new.wall <= 3.0))
         print(f"new statement: harness {ours_new} (pch used: {pch_used}); torch {torch_new}")
+
+        # 3. new statements that need the full set: the first starts the full PCH
+        with Clock() as ours_full_first:
+            report = build([statement(*FULL_FIRST)])
+        compiled = report.compiled[statement(*FULL_FIRST).key]
+        with Clock() as full_pch_wait:
+            full_pch = wait_for_pch(timeout=1200, include_set="full")
+        print(f"first full-set statement ({compiled.include_set}, pch used: {compiled.pch_used}): {ours_full_first}; "
+              f"full PCH {'ready' if full_pch else 'NOT built'} {full_pch_wait.wall:.1f} s after that (background)")
+        torch_full_timer, torch_full = torch_compile(*FULL_NEW)
+        with Clock() as ours_full:
+            report = build([statement(*FULL_NEW)])
+        compiled = report.compiled[statement(*FULL_NEW).key]
+        rows.append(("new statement, full set", ours_full, torch_full, ours_full.wall / torch_full.wall,
+                     "<= 0.25", ours_full.wall <= 0.25 * torch_full.wall))
+        print(f"new full-set statement: harness {ours_full} ({compiled.include_set}, pch used: {compiled.pch_used}); "
+              f"torch {torch_full}")
 
         # 3. already compiled, fresh process
         cached = cached_in_fresh_process(*FIRST)
@@ -204,12 +235,12 @@ def main() -> int:
         print(f"{'build':34} {'harness':>30} {'torch':>30} {'ratio':>7} {'target':>8}")
         for name, ours, theirs, ratio, target, ok in rows:
             print(f"{name:34} {ours!s:>30} {theirs!s:>30} {ratio:7.2f} {target:>8} {verdict(ok)}")
-        cached_ok = cached["seconds"] <= 1.0 and cached["built"] == 0
+        cached_ok = cached["seconds"] <= 0.2 and cached["built"] == 0
         print(f"{'cached statement, fresh process':34} {cached['seconds']:25.3f} s {'(recompiles)':>30} "
-              f"{'':>7} {'<= 1 s':>8} {verdict(cached_ok)}")
+              f"{'':>7} {'<= 0.2 s':>8} {verdict(cached_ok)}")
         ratio20 = ours_twenty.wall / ours_new.wall
         print(f"{'20 statements in one build':34} {ours_twenty!s:>30} {'(one new: ' + f'{ours_new.wall:.1f} s)':>30} "
-              f"{ratio20:7.2f} {'<= 2x':>8} {verdict(ratio20 <= 2)}")
+              f"{ratio20:7.2f} {'<= 1.5x':>8} {verdict(ratio20 <= 1.5)}")
         print(f"\n{'agreement (C++ eager, per run)':34} {'harness':>12} {'torch':>12} {'diff':>8}   "
               f"{'min: harness':>12} {'torch':>10} {'diff':>8}")
         for stmt, a in agree:
@@ -217,7 +248,7 @@ def main() -> int:
             diff_min = a["ours_min"] / a["theirs_min"] - 1
             print(f"{stmt:34} {a['ours'] * 1e9:9.1f} ns {a['theirs'] * 1e9:9.1f} ns {diff:+8.1%}   "
                   f"{a['ours_min'] * 1e9:9.1f} ns {a['theirs_min'] * 1e9:7.1f} ns {diff_min:+8.1%} "
-                  f"{verdict(abs(diff) <= 0.10)}")
+                  f"{verdict(abs(diff) <= 0.03)}")
         print(f"\nload average {os.getloadavg()[0]:.1f} at end")
     finally:
         # The background PCH builder may still hold files; it exits on its own.

@@ -50,6 +50,7 @@ CACHE_DIR_ENV = "HARNESS_CACHE_DIR"
 CALLGRIND_DIR_ENV = "HARNESS_CALLGRIND_DIR"
 COUNTER_ENV = "HARNESS_COUNTER"
 CPP_PCH_ENV = "HARNESS_CPP_PCH"
+CXX_ENV = "CXX"
 GPT_FAST_SIZE_ENV = "HARNESS_GPT_FAST_SIZE"
 KEEP_WORKER_ENV = "HARNESS_KEEP_WORKER"
 PCH_LOG_ENV = "HARNESS_PCH_LOG"
@@ -60,6 +61,7 @@ ENVIRONMENT: dict[str, tuple[str, str]] = {
     CACHE_DIR_ENV: ("$XDG_CACHE_HOME/harness", "the per-user cache root (compiled core, C++ statements, PCH, TorchScript files)"),
     XDG_CACHE_HOME_ENV: ("~/.cache", "parent of the cache root when HARNESS_CACHE_DIR is not set"),
     CPP_PCH_ENV: ("1", "0 turns the precompiled header of C++ statements off"),
+    CXX_ENV: ("c++", "the compiler of C++ statements (torch.utils.cpp_extension's rule, read the same way)"),
     KEEP_WORKER_ENV: ("unset", "seconds an instruction-counting worker is kept for the next run (unset or 0: not kept)"),
     GPT_FAST_SIZE_ENV: ("auto", "size of the gpt_fast suite's shapes and models: auto, tiny, cpu or gpu"),
     COUNTER_ENV: ("set by harness", "in a worker process: the instruction counter it was started for"),

@@ -61,5 +61,5 @@ def prepare_tasks(tasks: Sequence[Task], status: Any = None) -> None:
         except HarnessError:
             return  # each C++ task fails with the reason when it runs
         if status is not None and pch.pch_enabled() and pch.pch_building():
-            status("waiting for the precompiled torch header (PCH) build, so it does not disturb the measurements")
+            status("waiting for the C++ headers being precompiled in the background (once per toolchain and torch)")
         pch.wait_for_pch()

@@ -114,9 +114,13 @@ def test_batch_compiles_the_good_statements_and_records_the_bad(compiled):
     bad = {_plain(BAD_STMT, "auto x = torch::ones({2});").key, _plain("auto y = x;", BAD_SETUP).key}
     assert set(compiled.failed) == bad
     assert set(compiled.compiled) == {s.key for s in statements} - bad
-    # What this call compiled went into one module: one build, one function per statement.
-    assert len(compiled.modules) == (1 if compiled.built else 0)
-    built_now = {c.module.__name__ for c in compiled.compiled.values()} & set(compiled.modules)
+    # What this call compiled went into one module per include set: tensor code
+    # in the lean one, torch::nn and torch::jit (the TorchScript rows) in the full one.
+    sets = {c.include_set for c in compiled.compiled.values()}
+    assert sets == {"lean", "full"}
+    assert compiled.compiled[_plain("auto y = x * w;", MUL_SETUP).key].include_set == "lean"
+    assert len(compiled.modules) == (2 if compiled.built else 0)
+    built_now = {c.module.name for c in compiled.compiled.values()} & set(compiled.modules)
     assert len(built_now) == len(compiled.modules)
 
 
@@ -159,7 +163,7 @@ def test_setup_runs_once_per_timer(compiled):
 
 def test_cached_statement_does_not_rebuild(compiled):
     """A fresh process finds every statement in the cache: hits only, no compiler, module files untouched."""
-    so = next(iter(compiled.compiled.values())).module.__file__
+    so = next(iter(compiled.compiled.values())).module.path
     mtime = os.stat(so).st_mtime_ns
     builds_before = sum(1 for e in read_log() if e["event"] == "builds")
     code = textwrap.dedent(

@@ -2,8 +2,10 @@
 
 Lives here: ``statement`` (CppStatement and its content key), ``balance``
 (brackets checked before a batch), ``toolchain`` (compiler, flags, torch:
-the cache key), ``codegen`` (the translation units), ``pch`` (the
-precompiled header, built in the background), ``diagnostics`` (compile
+the cache key), ``codegen`` (the translation units), ``include_set``
+(lean or full headers, and why), ``runtime`` (the extension that loads
+statement modules, built once per toolchain), ``pch`` (a precompiled header
+per include set, built at set-up or in the background), ``diagnostics`` (compile
 errors mapped to the user's lines), ``log`` (the build log), ``build`` (the
 content-addressed cache and batched builds), ``block`` (CppBlock, the C++
 block a Timer times).

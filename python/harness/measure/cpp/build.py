@@ -9,8 +9,13 @@ every statement. Here
   is reused by every later process;
 - all statements asked for together (a suite, a GroupedStmts expansion) go
   into one module with one function per statement: one compile, one link;
-- the torch headers are precompiled once, in the background
-  (``measure.cpp.pch``).
+- a statement TU includes only the lean header set unless it needs more
+  (``measure.cpp.include_set``); each set is precompiled once
+  (``measure.cpp.pch``), and the code that talks to Python is compiled once
+  per toolchain (``measure.cpp.runtime``). Statements of a batch are built
+  in one module per include set; a statement that fails with the lean set
+  for a missing declaration is rebuilt with the full set, and that choice is
+  cached.
 
 A statement whose brackets do not balance is rejected before it reaches a
 batch (``measure.cpp.balance``): its errors can land in the code of the
@@ -27,19 +32,16 @@ import contextlib
 import dataclasses
 import fcntl
 import hashlib
-import importlib.machinery
-import importlib.util
 import json
 import shutil
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
-from harness.errors import StatementError
+from harness.errors import BuildError, StatementError
 from harness.files.atomic import atomic_write_text
 from harness.files.cache import ensure_private_dir, truncated_library
 from harness.measure.cpp import balance
@@ -51,6 +53,7 @@ from harness.measure.cpp.diagnostics import (
     table_only_blame,
     trusted_failures,
 )
+from harness.measure.cpp.include_set import FULL, HEADERS, LEAN, choose, missing_declaration, remember
 from harness.measure.cpp.log import STATS, log_event
 from harness.measure.cpp.pch import (
     PchStarter,
@@ -62,12 +65,13 @@ from harness.measure.cpp.pch import (
     read_ninja,
     start_pch_build,
 )
+from harness.measure.cpp.runtime import StatementModule, runtime
 from harness.measure.cpp.statement import SECTIONS, CppStatement
-from harness.measure.cpp.toolchain import include_dirs, toolchain
+from harness.measure.cpp.toolchain import load_extension, toolchain
 
 FAILURE_TTL_S = 3600.0  # how long a statement's compile error is trusted without recompiling
 
-_LOADED: dict[str, ModuleType] = {}
+_LOADED: dict[str, StatementModule] = {}
 _LOCK = threading.RLock()
 
 
@@ -79,7 +83,7 @@ class CompiledStatement:
     """A statement inside a loaded module: setup, sampler capsule, probe."""
 
     statement: CppStatement
-    module: ModuleType
+    module: StatementModule
     index: int
 
     @property
@@ -89,6 +93,10 @@ class CompiledStatement:
     @property
     def pch_used(self) -> bool:
         return bool(self.module.pch_used)
+
+    @property
+    def include_set(self) -> str:
+        return self.module.include_set
 
     def prepare(self) -> None:
         self.module.prepare(self.index)
@@ -128,17 +136,11 @@ def _module_dir(module_key: str) -> Path:
     return ensure_private_dir(toolchain().root / "modules") / module_key
 
 
-def _import_module(name: str, path: Path) -> ModuleType:
+def _import_module(name: str, path: Path) -> StatementModule:
     with _LOCK:
-        if name in _LOADED:
-            return _LOADED[name]
-        loader = importlib.machinery.ExtensionFileLoader(name, str(path))
-        spec = importlib.util.spec_from_file_location(name, path, loader=loader)
-        assert spec is not None
-        module = importlib.util.module_from_spec(spec)
-        loader.exec_module(module)
-        _LOADED[name] = module
-        return module
+        if name not in _LOADED:
+            _LOADED[name] = StatementModule(path)
+        return _LOADED[name]
 
 
 COMPLETE = "complete.json"  # written last into a module's directory: the .so's size and hash
@@ -187,13 +189,13 @@ def _report_damage(so: Path, why: str) -> None:
     log_event("damaged_module", module=so.stem, reason=why)
 
 
-def _import_checked(name: str, so: Path) -> ModuleType | None:
+def _import_checked(name: str, so: Path) -> StatementModule | None:
     """The cached module, or None (after one line on stderr) when it is damaged."""
     why = _damage(so)
     if why is None:
         try:
             return _import_module(name, so)
-        except ImportError as exc:  # e.g. "file too short": a module from before markers, truncated
+        except BuildError as exc:  # e.g. "file too short": a module from before markers, truncated
             why = f"it does not load: {exc}"
     _report_damage(so, why)
     return None
@@ -236,21 +238,30 @@ def _file_lock(path: Path) -> Iterator[None]:
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
+def _quietly(fn: Callable[[], object]) -> Callable[[], None]:
+    """fn for a helper thread: an error is raised again where the result is used, so none is printed here."""
+
+    def run() -> None:
+        with contextlib.suppress(Exception):
+            fn()
+
+    return run
+
+
 class _CompileFailed(Exception):
     def __init__(self, output: str) -> None:
         super().__init__(output)
         self.output = output
 
 
-def _compile(statements: list[CppStatement]) -> tuple[ModuleType, str, float | None]:
-    """Compile and import one module holding ``statements``; raises _CompileFailed with the compiler's output.
+def _compile(statements: list[CppStatement], include_set: str) -> tuple[StatementModule, str, float | None]:
+    """Compile and load one module holding ``statements``; raises _CompileFailed with the compiler's output.
 
     The seconds compiling, or None when another process built the same module while we waited for its lock.
     """
-    from torch.utils import cpp_extension
-
     tc = toolchain()
-    module_key = hashlib.sha256("\n".join([tc.key, *[s.key for s in statements]]).encode()).hexdigest()[:16]
+    module_key = hashlib.sha256(
+        "\n".join([tc.key, include_set, *[s.key for s in statements]]).encode()).hexdigest()[:16]
     name = f"hstmt_{module_key}"
     build_dir = _module_dir(module_key)
     with _file_lock(build_dir.parent / f"{module_key}.lock"):
@@ -263,53 +274,47 @@ def _compile(statements: list[CppStatement]) -> tuple[ModuleType, str, float | N
             # .so or .o that looks newer than its sources).
             shutil.rmtree(build_dir, ignore_errors=True)
         build_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        # We hold the lock, so a baton left by a killed build is stale (cpp_extension would wait on it forever).
-        for stale in ("lock", "build.ninja"):
-            with contextlib.suppress(FileNotFoundError):
-                (build_dir / stale).unlink()
         sources = []
-        for t, text in enumerate(generate_sources(name, statements)):
+        for t, text in enumerate(generate_sources(name, statements, include_set)):
             path = build_dir / f"tu{t}.cpp"
             atomic_write_text(path, text)
             sources.append(str(path))
         cflags = [*tc.extra_cflags, "-Winvalid-pch"]
         use_pch = pch_enabled()
         if use_pch:
-            cflags[0:0] = ["-include", str(pch_header())]
-        had_pch = use_pch and pch_intact()
-        starter = PchStarter(build_dir) if use_pch and not had_pch else None
+            cflags[0:0] = ["-include", str(pch_header(include_set))]
+        else:
+            cflags[0:0] = ["-include", HEADERS[include_set]]
+        had_pch = use_pch and pch_intact(include_set)
+        starter = PchStarter(build_dir, include_set) if use_pch and not had_pch else None
         if starter is not None:
             starter.start()
+        # The runtime (once per toolchain) builds beside the first module, not after it.
+        runtime_ready = threading.Thread(target=_quietly(runtime), daemon=True)
+        runtime_ready.start()
         t0 = time.monotonic()
         try:
-            module = cpp_extension.load(
-                name=name,
-                sources=sources,
-                extra_cflags=cflags,
-                extra_ldflags=list(tc.extra_ldflags),
-                extra_include_paths=[str(p) for p in include_dirs()],
-                build_directory=str(build_dir),
-                verbose=False,
-                is_python_module=True,
-            )
+            # A plain shared library: the runtime loads it (no Python headers in statement TUs).
+            load_extension(name, sources, build_dir, cflags, python_module=False)
         except Exception as exc:  # cpp_extension raises RuntimeError carrying ninja's output
             raise _CompileFailed(str(exc)) from None
         finally:
             if starter is not None:
                 starter.done.set()
+            runtime_ready.join()
         seconds = time.monotonic() - t0
         sys.modules.pop(name, None)
-        _LOADED[name] = module
+        module = _import_module(name, so)
         _mark_complete(so)  # last: a module without it was never finished (or predates markers)
         if use_pch and had_pch and not module.pch_used:
-            # g++ rejected the .gch (flags differ): rebuild it with this build's flags.
-            log_event("pch_rejected", module=name)
+            # g++ rejected the .gch (stale: flags or headers differ): rebuild it with this build's flags.
+            log_event("pch_rejected", module=name, include_set=include_set)
             with contextlib.suppress(FileNotFoundError):
-                pch_file().unlink()
-        if use_pch and not pch_file().exists():
+                pch_file(include_set).unlink()
+        if use_pch and not pch_file(include_set).exists():
             found = read_ninja(build_dir)
             if found is not None:
-                start_pch_build(pch_command(*found))
+                start_pch_build(pch_command(*found, include_set), include_set)
         return module, name, seconds
 
 
@@ -318,11 +323,12 @@ def _record(statements: list[CppStatement], name: str) -> None:
         atomic_write_text(_index_path(s.key), json.dumps({"module": name, "index": i}))
 
 
-def _build_batch(statements: list[CppStatement], report: BuildReport, persist_failures: bool = True) -> None:
+def _build_batch(statements: list[CppStatement], report: BuildReport, include_set: str = LEAN) -> None:
     remaining = list(statements)
+    retry_full: list[CppStatement] = []
     while remaining:
         try:
-            module, name, seconds = _compile(remaining)
+            module, name, seconds = _compile(remaining, include_set)
         except _CompileFailed as failure:
             groups: dict[str, list[int]] = {}
             for i, s in enumerate(remaining):
@@ -337,44 +343,58 @@ def _build_batch(statements: list[CppStatement], report: BuildReport, persist_fa
             # independent bad statements are all trusted at once: one rebuild.
             trusted = trusted_failures(set(errors) - table_only_blame(failure.output, tu_members),
                                        remaining, tu_members)
-            log_event("failed_builds", statements=len(remaining), named=len(errors), trusted=len(trusted))
+            log_event("failed_builds", statements=len(remaining), named=len(errors), trusted=len(trusted),
+                      include_set=include_set)
             for i in trusted:
                 key = remaining[i].key
+                if include_set == LEAN and missing_declaration(errors[i]):
+                    # The full set may declare it: only its error, if any, is reported.
+                    retry_full.append(remaining[i])
+                    continue
                 report.failed[key] = errors[i]
                 atomic_write_text(_index_path(key), json.dumps({"error": errors[i], "time": time.time()}))
             if trusted:
                 remaining = [s for i, s in enumerate(remaining) if i not in trusted]
                 continue
             if len(remaining) == 1:
+                message = errors.get(0) or output_tail(failure.output)
+                if include_set == LEAN and missing_declaration(message):
+                    retry_full.append(remaining[0])
+                    break
                 # Not attributable to user code (toolchain trouble, out of memory): do not cache.
-                report.failed[remaining[0].key] = errors.get(0) or output_tail(failure.output)
-                return
+                report.failed[remaining[0].key] = message
+                break
             leaky = [s for s in remaining if leaks(s)]
             if errors and 0 < len(leaky) < len(remaining):
                 # Every statement named may be a victim of a directive in another:
                 # build the statements without directives apart, where every
                 # error is trusted, and the few with directives apart.
-                _build_batch([s for s in remaining if not leaks(s)], report)
-                _build_batch(leaky, report)
-                return
+                _build_batch([s for s in remaining if not leaks(s)], report, include_set)
+                _build_batch(leaky, report, include_set)
+                break
             half = len(remaining) // 2
-            _build_batch(remaining[:half], report)
-            _build_batch(remaining[half:], report)
-            return
+            _build_batch(remaining[:half], report, include_set)
+            _build_batch(remaining[half:], report, include_set)
+            break
         _record(remaining, name)
         for i, s in enumerate(remaining):
             report.compiled[s.key] = CompiledStatement(s, module, i)
         if seconds is None:
-            log_event("shared_builds", module=name, statements=len(remaining))
-            return
-        log_event("builds", module=name, statements=len(remaining), seconds=round(seconds, 2), pch_used=bool(module.pch_used))
+            log_event("shared_builds", module=name, statements=len(remaining), include_set=include_set)
+            break
+        log_event("builds", module=name, statements=len(remaining), seconds=round(seconds, 2),
+                  pch_used=bool(module.pch_used), include_set=include_set)
         if module.pch_used:
             STATS["pch_used_builds"] += 1
         report.built += len(remaining)
         report.modules.append(name)
-        for i, s in enumerate(remaining):
-            report.compiled[s.key] = CompiledStatement(s, module, i)
-        return
+        break
+    if retry_full:
+        for s in retry_full:
+            reason = "the lean set lacks a declaration it uses"
+            remember(s, FULL, reason)
+            log_event("include_set", key=s.key, include_set=FULL, reason=reason)
+        _build_batch(retry_full, report, FULL)
 
 
 def build(statements: Sequence[CppStatement]) -> BuildReport:
@@ -404,7 +424,15 @@ def build(statements: Sequence[CppStatement]) -> BuildReport:
                 missing.append(s)
         if missing:
             STATS["misses"] += len(missing)
-            _build_batch(missing, report)
+            by_set: dict[str, list[CppStatement]] = {LEAN: [], FULL: []}
+            for s in missing:
+                include_set, reason = choose(s)
+                by_set[include_set].append(s)
+                if include_set != LEAN:
+                    log_event("include_set", key=s.key, include_set=include_set, reason=reason)
+            for include_set, members in by_set.items():
+                if members:
+                    _build_batch(members, report, include_set)
     report.seconds = time.monotonic() - t0
     return report
 

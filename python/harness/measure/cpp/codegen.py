@@ -98,8 +98,11 @@ def _emit_statement(src: _Source, i: int, s: CppStatement) -> None:
     )
 
 
-def generate_sources(name: str, statements: Sequence[CppStatement]) -> list[str]:
-    """One TU per distinct global_setup (file-scope code of different statements may clash); TU 0 holds the module table."""
+def generate_sources(name: str, statements: Sequence[CppStatement], include_set: str = "lean") -> list[str]:
+    """One TU per distinct global_setup (file-scope code of different statements may clash); TU 0 holds the module table.
+
+    ``include_set`` only labels the module; the set itself is the PCH header the build passes with ``-include``.
+    """
     groups: dict[str, list[int]] = {}
     for i, s in enumerate(statements):
         groups.setdefault(s.global_setup, []).append(i)
@@ -132,13 +135,10 @@ def generate_sources(name: str, statements: Sequence[CppStatement]) -> list[str]
         "static const harness::stmt::Entry harness_entries[] = {",
         entries,
         "};",
-        f"static harness::stmt::Module harness_module{{harness_entries, {len(statements)}, false}};",
-        "static PyMethodDef harness_methods[] = {HARNESS_STMT_METHODS};",
-        "static PyModuleDef harness_def = {",
-        f'    PyModuleDef_HEAD_INIT, "{name}", "C++ statements built by harness", sizeof(void*), harness_methods}};',
-        f"PyMODINIT_FUNC PyInit_{name}(void) {{",
-        f"  harness_module.pch_used = {pch_used};",
-        "  return harness::stmt::create_module(&harness_def, &harness_module);",
+        # Read by the runtime (stmt_runtime.cpp) through dlsym: the module
+        # itself needs no Python headers.
+        'extern "C" __attribute__((visibility("default"))) harness::stmt::Module harness_stmt_module() {',
+        f'  return {{harness::stmt::kAbi, harness_entries, {len(statements)}, {pch_used}, "{include_set}"}};',
         "}",
     )
     # Renumber the tail's #line directives to TU 0's real line numbers.

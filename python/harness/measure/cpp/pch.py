@@ -1,11 +1,14 @@
-"""The precompiled header of statement translation units: built once, in the background.
+"""The precompiled headers of statement translation units: one per include set, built once.
 
-The torch headers are precompiled once (a g++ ``.gch``) with exactly the
+Each include set (``measure.cpp.include_set``: lean, full) has its own
+directory and ``.gch``, so both coexist. The headers are precompiled once (a g++ ``.gch``) with exactly the
 flags that ``torch.utils.cpp_extension`` passes, read from the
 ``build.ninja`` it writes. The first build does not wait for it: the PCH is
 compiled in a detached, lowest-priority process
 (``python -m harness.measure.cpp.pch --build-pch DIR``) while the first
-module compiles without it. ``wait_for_pch()`` lets a caller that is about
+module compiles without it; set-up builds the runtime and the lean PCH ahead
+of the first statement (``python -m harness.measure.cpp.pch --prepare``, run
+by ``scripts/setup.sh``). ``wait_for_pch()`` lets a caller that is about
 to measure wait for it.
 
 Each module records whether its translation units really used the PCH
@@ -31,9 +34,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.errors import BuildError
 from harness.files.atomic import atomic_write_text
 from harness.files.cache import ensure_private_dir
 from harness.measure.cpp.diagnostics import MAX_ERROR_CHARS
+from harness.measure.cpp.include_set import HEADERS, INCLUDE_SETS, LEAN
 from harness.measure.cpp.log import log_event
 from harness.measure.cpp.toolchain import PACKAGE_DIR, toolchain
 from harness.options import CPP_PCH_ENV, env
@@ -46,13 +51,13 @@ def pch_enabled() -> bool:
     return (env(CPP_PCH_ENV) or "1") != "0" and toolchain().gcc_major is not None
 
 
-def pch_dir() -> Path:
-    return ensure_private_dir(toolchain().root / "pch")
+def pch_dir(include_set: str = LEAN) -> Path:
+    return ensure_private_dir(ensure_private_dir(toolchain().root / "pch") / include_set)
 
 
-def pch_header() -> Path:
-    """The header every statement TU includes first; its ``.gch`` sits beside it."""
-    d = pch_dir()
+def pch_header(include_set: str = LEAN) -> Path:
+    """The header every statement TU of this include set includes first; its ``.gch`` sits beside it."""
+    d = pch_dir(include_set)
     header = d / PCH_HEADER
     if not header.exists():
         # What g++ reads when there is no usable .gch (HARNESS_STMT_PCH 0),
@@ -66,32 +71,32 @@ def pch_header() -> Path:
                 "// cpp_extension defines this; it would pull in pybind11 and torch/python.h,\n"
                 "// which statements do not need (and which double the per-TU cost).\n"
                 "#undef TORCH_API_INCLUDE_EXTENSION_H\n"
-                '#include "harness/stmt_runtime.h"\n',
+                f'#include "{HEADERS[include_set]}"\n',
             )
     return header
 
 
-def pch_file() -> Path:
-    return pch_dir() / (PCH_HEADER + ".gch")
+def pch_file(include_set: str = LEAN) -> Path:
+    return pch_dir(include_set) / (PCH_HEADER + ".gch")
 
 
 PCH_COMPLETE = "pch.json"  # written by the builder after the .gch: its size
 
 
-def pch_intact() -> bool:
+def pch_intact(include_set: str = LEAN) -> bool:
     """True when the .gch exists and is whole; a damaged one (a full disk, a killed copy) is
     removed, with one line on stderr, so the next build rebuilds it.
 
     The .gch is ~750 MB, so it is checked by size, not hash. A .gch from before
     markers existed is trusted: g++ checks it too (``-Winvalid-pch``).
     """
-    gch = pch_file()
+    gch = pch_file(include_set)
     try:
         size = gch.stat().st_size
     except FileNotFoundError:
         return False
     try:
-        expected = json.loads((pch_dir() / PCH_COMPLETE).read_text()).get("bytes")
+        expected = json.loads((pch_dir(include_set) / PCH_COMPLETE).read_text()).get("bytes")
     except FileNotFoundError:
         return True
     except (OSError, ValueError):
@@ -100,46 +105,48 @@ def pch_intact() -> bool:
         return True
     print(f"harness: the precompiled torch header {gch} is damaged ({size} bytes where {expected} were "
           "written); rebuilding it", file=sys.stderr)
-    log_event("damaged_pch", bytes=size, expected=expected)
+    log_event("damaged_pch", bytes=size, expected=expected, include_set=include_set)
     with contextlib.suppress(FileNotFoundError):
         gch.unlink()
     return False
 
 
-def _pch_lock_path() -> Path:
-    return pch_dir() / "build.lock"
+def _pch_lock_path(include_set: str = LEAN) -> Path:
+    return pch_dir(include_set) / "build.lock"
 
 
-def pch_building() -> bool:
-    """True while some process holds the PCH build lock."""
-    with open(_pch_lock_path(), "a") as f:
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        fcntl.flock(f, fcntl.LOCK_UN)
+def pch_building(include_set: str | None = None) -> bool:
+    """True while some process holds this include set's PCH build lock (any set's, when None)."""
+    for each in INCLUDE_SETS if include_set is None else (include_set,):
+        with open(_pch_lock_path(each), "a") as f:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True
+            fcntl.flock(f, fcntl.LOCK_UN)
     return False
 
 
-def wait_for_pch(timeout: float = PCH_WAIT_TIMEOUT) -> bool:
-    """Block while a PCH build is running (so measurements do not compete with it); True if the PCH exists."""
+def wait_for_pch(timeout: float = PCH_WAIT_TIMEOUT, include_set: str = LEAN) -> bool:
+    """Block while any PCH build is running (so measurements do not compete with it); True if ``include_set``'s exists."""
     if not pch_enabled():
         return False
     deadline = time.monotonic() + timeout
-    with open(_pch_lock_path(), "a") as f:
-        while True:
-            try:
-                fcntl.flock(f, fcntl.LOCK_SH | fcntl.LOCK_NB)
-                fcntl.flock(f, fcntl.LOCK_UN)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
+    for each in INCLUDE_SETS:
+        with open(_pch_lock_path(each), "a") as f:
+            while True:
+                try:
+                    fcntl.flock(f, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                    fcntl.flock(f, fcntl.LOCK_UN)
                     break
-                time.sleep(0.2)
-    return pch_intact()
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        break
+                    time.sleep(0.2)
+    return pch_intact(include_set)
 
 
-def pch_command(cxx: str, cflags: list[str]) -> list[str]:
+def pch_command(cxx: str, cflags: list[str], include_set: str = LEAN) -> list[str]:
     """The module compile's flags, minus the per-module name and the -include of the PCH itself."""
     flags: list[str] = []
     skip = False
@@ -153,13 +160,14 @@ def pch_command(cxx: str, cflags: list[str]) -> list[str]:
         if flag.startswith("-DTORCH_EXTENSION_NAME="):
             continue
         flags.append(flag)
-    return [cxx, *flags, "-x", "c++-header", str(pch_dir() / "pch_source.h")]
+    pch_header(include_set)  # writes pch_source.h beside it
+    return [cxx, *flags, "-x", "c++-header", str(pch_dir(include_set) / "pch_source.h")]
 
 
-def start_pch_build(command: list[str]) -> None:
+def start_pch_build(command: list[str], include_set: str = LEAN) -> None:
     """Build the PCH in a detached, lowest-priority process that outlives this one if need be."""
-    d = pch_dir()
-    if pch_intact():
+    d = pch_dir(include_set)
+    if pch_intact(include_set):
         return
     failed = d / "failed.json"
     if failed.exists():
@@ -170,7 +178,7 @@ def start_pch_build(command: list[str]) -> None:
     # the open file, which the builder inherits): from this moment on
     # wait_for_pch() sees a build in progress, with no window before the
     # builder has started.
-    fd = os.open(_pch_lock_path(), os.O_RDWR | os.O_CREAT, 0o600)
+    fd = os.open(_pch_lock_path(include_set), os.O_RDWR | os.O_CREAT, 0o600)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -193,11 +201,13 @@ def start_pch_build(command: list[str]) -> None:
         )
     finally:
         os.close(fd)
-    log_event("pch_build_started")
+    log_event("pch_build_started", include_set=include_set, message=(
+        f"precompiling the {include_set} C++ statement headers in the background; "
+        "statements compile faster once it is done"))
 
 
-def build_pch_main(directory: str, lock_fd: int | None = None) -> int:
-    """The background PCH builder (``python -m harness.measure.cpp.pch --build-pch DIR [LOCK_FD]``)."""
+def build_pch_main(directory: str, lock_fd: int | None = None, background: bool = True) -> int:
+    """The PCH builder (``python -m harness.measure.cpp.pch --build-pch DIR [LOCK_FD]``)."""
     d = Path(directory)
     if lock_fd is None:
         lock_fd = os.open(d / "build.lock", os.O_RDWR | os.O_CREAT, 0o600)
@@ -212,13 +222,15 @@ def build_pch_main(directory: str, lock_fd: int | None = None) -> int:
         with contextlib.suppress(FileNotFoundError):
             (d / PCH_COMPLETE).unlink()  # the marker of a .gch removed as damaged or rejected
         command = json.loads((d / "command.json").read_text())["command"]
-        # Lowest priority: the build that started it (and anything else) comes first.
-        os.nice(19)
+        if background:
+            # Lowest priority: the build that started it (and anything else) comes first.
+            os.nice(19)
         tmp = d / f".{PCH_HEADER}.gch.{os.getpid()}.tmp"
         t0 = time.monotonic()
         proc = subprocess.run([*command, "-o", str(tmp)], capture_output=True, text=True)
         seconds = round(time.monotonic() - t0, 2)
-        event: dict[str, Any] = {"time": round(time.time(), 3), "pid": os.getpid(), "seconds": seconds}
+        event: dict[str, Any] = {"time": round(time.time(), 3), "pid": os.getpid(), "seconds": seconds,
+                                 "include_set": d.name}
         if proc.returncode == 0 and tmp.exists():
             event["bytes"] = tmp.stat().st_size
             os.replace(tmp, gch)
@@ -229,7 +241,8 @@ def build_pch_main(directory: str, lock_fd: int | None = None) -> int:
                 tmp.unlink()
             atomic_write_text(d / "failed.json", json.dumps({"command": command, "output": proc.stderr[-MAX_ERROR_CHARS:]}))
             event["event"] = "pch_failed"
-        fd = os.open(d.parent / "build.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        # The toolchain's build log (measure.cpp.log): <toolchain>/pch/<set>/.
+        fd = os.open(d.parents[1] / "build.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
             os.write(fd, (json.dumps(event) + "\n").encode())
         finally:
@@ -260,9 +273,10 @@ def read_ninja(build_dir: Path) -> tuple[str, list[str]] | None:
 class PchStarter(threading.Thread):
     """Starts the PCH build as soon as cpp_extension has written the first build.ninja (exact flags)."""
 
-    def __init__(self, build_dir: Path) -> None:
+    def __init__(self, build_dir: Path, include_set: str = LEAN) -> None:
         super().__init__(daemon=True)
         self.build_dir = build_dir
+        self.include_set = include_set
         self.done = threading.Event()
 
     def run(self) -> None:
@@ -270,20 +284,51 @@ class PchStarter(threading.Thread):
             while not self.done.is_set():
                 found = read_ninja(self.build_dir)
                 if found is not None:
-                    start_pch_build(pch_command(*found))
+                    start_pch_build(pch_command(*found, self.include_set), self.include_set)
                     return
                 self.done.wait(0.05)
         except Exception:  # noqa: BLE001 - a PCH is an optimisation; the build goes on without it
             return
 
 
+def prepare() -> float | None:
+    """Build the statement runtime and the lean PCH now, in the foreground; the PCH's seconds (None if it existed).
+
+    What set-up runs, so the first statement finds both ready.
+    """
+    from harness.measure.cpp.runtime import runtime, runtime_dir
+
+    runtime()
+    if not pch_enabled() or pch_intact(LEAN):
+        return None
+    found = read_ninja(runtime_dir())
+    if found is None:
+        raise BuildError("the statement runtime's build left no build.ninja to take the PCH's flags from")
+    d = pch_dir(LEAN)
+    atomic_write_text(d / "command.json", json.dumps({"command": pch_command(*found, LEAN)}))
+    with contextlib.suppress(FileNotFoundError):
+        (d / "failed.json").unlink()
+    t0 = time.monotonic()
+    if build_pch_main(str(d), background=False) != 0:
+        raise BuildError(f"precompiling the C++ statement headers failed; see {d / 'failed.json'}")
+    wait_for_pch()  # another process may have been building it
+    return time.monotonic() - t0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) in (2, 3) and args[0] == "--build-pch":
         return build_pch_main(args[1], int(args[2]) if len(args) == 3 else None)
-    print("usage: python -m harness.measure.cpp.pch --build-pch DIR [LOCK_FD]", file=sys.stderr)
+    if args == ["--prepare"]:
+        try:
+            seconds = prepare()
+        except BuildError as exc:
+            print(f"harness: {exc}", file=sys.stderr)
+            return 1
+        state = "already built" if seconds is None else f"built in {seconds:.1f} s"
+        print(f"harness: C++ statement runtime and precompiled headers ready ({state}) in {pch_dir(LEAN).parent.parent}")
+        return 0
+    print("usage: python -m harness.measure.cpp.pch --build-pch DIR [LOCK_FD] | --prepare", file=sys.stderr)
     return 2
 
 

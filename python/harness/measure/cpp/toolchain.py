@@ -18,9 +18,11 @@ import subprocess
 import sysconfig
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from harness.errors import BuildError
 from harness.files.cache import cache_dir, ensure_private_dir
+from harness.options import CXX_ENV, env
 
 OPT_FLAGS = ("-O2", "-DNDEBUG")  # what torch's C++ Timer uses, minus -g
 # The coroutine frame of a statement holds its lambdas, whose types have no
@@ -37,10 +39,10 @@ def include_dirs() -> list[Path]:
         (_REPO_CSRC / "include", _REPO_CSRC / "stmt"),
         (PACKAGE_DIR / "include", PACKAGE_DIR / "include"),
     ):
-        if (include / "harness" / "runner.h").is_file() and (runtime / "harness" / "stmt_runtime.h").is_file():
+        if (include / "harness" / "runner.h").is_file() and (runtime / "harness" / "stmt.h").is_file():
             return [include, runtime] if include != runtime else [include]
     raise BuildError(
-        "the harness C++ headers (harness/runner.h, harness/stmt_runtime.h) are missing; "
+        "the harness C++ headers (harness/runner.h, harness/stmt.h) are missing; "
         "reinstall harness with `pip install --no-build-isolation .`"
     )
 
@@ -88,9 +90,11 @@ def _fast_linker(cxx: str) -> list[str]:
 @functools.cache
 def toolchain() -> Toolchain:
     import torch
-    from torch.utils import cpp_extension
 
-    cxx = cpp_extension.get_cxx_compiler()
+    # cpp_extension's own rules (get_cxx_compiler, include_paths()[0]), without
+    # importing it: it imports setuptools, most of a cached statement's cost.
+    cxx = env(CXX_ENV) or "c++"
+    torch_include = str(Path(torch.__file__).resolve().parent / "include")
     version = _run([cxx, "--version"]).splitlines()[0].strip()
     gcc_major: int | None = None
     if "clang" not in version.lower():
@@ -103,7 +107,8 @@ def toolchain() -> Toolchain:
         extra.append("-fcoroutines")
     digest = hashlib.sha256()
     for d in include_dirs():
-        for header in sorted(d.rglob("*.h")):
+        # The headers and the runtime's source (measure.cpp.runtime) alike.
+        for header in sorted([*d.rglob("*.h"), *d.rglob("*.cpp")]):
             digest.update(header.name.encode())
             digest.update(header.read_bytes())
     return Toolchain(
@@ -111,9 +116,35 @@ def toolchain() -> Toolchain:
         version=version,
         gcc_major=gcc_major,
         torch_version=torch.__version__,
-        torch_include=cpp_extension.include_paths()[0],
+        torch_include=torch_include,
         ext_suffix=sysconfig.get_config_var("EXT_SUFFIX") or ".so",
         extra_cflags=tuple(extra),
         extra_ldflags=tuple(_fast_linker(cxx)),
         header_digest=digest.hexdigest()[:16],
+    )
+
+
+def load_extension(name: str, sources: Sequence[str], build_dir: Path, cflags: Sequence[str],
+                   python_module: bool) -> Any:
+    """Compile ``sources`` with torch.utils.cpp_extension into ``build_dir`` and load the result.
+
+    The caller holds ``build_dir``'s lock, so a baton or half-written
+    build.ninja left there by a killed build is stale (cpp_extension would
+    wait on it for ever) and is removed first.
+    """
+    from torch.utils import cpp_extension
+
+    for stale in ("lock", "build.ninja"):
+        with contextlib.suppress(FileNotFoundError):
+            (build_dir / stale).unlink()
+    tc = toolchain()
+    return cpp_extension.load(
+        name=name,
+        sources=list(sources),
+        extra_cflags=list(cflags),
+        extra_ldflags=list(tc.extra_ldflags),
+        extra_include_paths=[str(p) for p in include_dirs()],
+        build_directory=str(build_dir),
+        verbose=False,
+        is_python_module=python_module,
     )

@@ -1,10 +1,24 @@
-// Runtime of the C++ statement modules that harness.cpp_build generates.
+// The statement header: what every generated C++ statement translation unit
+// includes (the lean include set), precompiled once per toolchain.
 //
 // Each statement becomes a coroutine. Its first resume runs setup; every later
 // resume runs one block (batch_setup, then `number` runs of stmt between two
 // clock reads) and suspends with the elapsed ns. Setup's locals live in the
 // coroutine frame, so setup runs once however many blocks are timed, and stmt
 // sees them as it would in one function body, whatever their type.
+//
+// Why this set: a statement TU pays for every header it includes, with or
+// without a PCH (templates the headers leave pending are instantiated, and
+// inline code optimised, in every TU). Measured with g++ 12 -O2 -ftime-report,
+// each with its own PCH: the old TU (torch/torch.h, torch/script.h, Python.h)
+// took 11.5 s; an empty TU with ATen/ATen.h alone 1.26 s of CPU, with
+// ATen/core/Tensor.h + ATen/Functions.h 1.21 s, with this header 1.33 s and a
+// tensor statement 1.9 s. Nothing smaller than ATen's functions saves more
+// than a tenth of a second, and torch/types.h gives statements the torch::
+// names (torch::ones, torch::Tensor, requires_grad options) they are written
+// with. So this header holds only what a tensor statement needs; the code that talks to Python (module table, DLPack,
+// errors) is compiled once per toolchain in stmt_runtime.cpp, and statements
+// that need more (torch::nn, torch::jit, ...) get harness/stmt_full.h.
 //
 // Guarantees:
 //  - Slot::sample(number) is the native sampler handed to the timing core as
@@ -16,18 +30,13 @@
 //    raised is finished; reset() and prepare() run setup again.
 //  - Nothing here has static storage: one process may load many statement
 //    modules, and inline statics would be merged across them.
-//
-// Depends on torch, Python and the header-only parts of the core (time_loop,
-// now_ns); precompiled into the PCH that every statement module includes.
 #pragma once
 
-#include <Python.h>
-
-#include <ATen/DLConvertor.h>
+#include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 #include <c10/util/Type.h>
-#include <torch/script.h>
-#include <torch/torch.h>
+#include <torch/cuda.h>
+#include <torch/types.h>
 
 #include <coroutine>
 #include <cstdint>
@@ -41,6 +50,16 @@
 
 #include "harness/barrier.h"
 #include "harness/runner.h"
+
+// The three CPython calls a statement needs (releasing the GIL), declared here
+// rather than through Python.h, which would cost every statement TU its parse.
+// They match Python.h's declarations, so a TU may include both.
+extern "C" {
+struct _ts;
+int PyGILState_Check(void);
+struct _ts* PyEval_SaveThread(void);
+void PyEval_RestoreThread(struct _ts*);
+}
 
 namespace harness::stmt {
 
@@ -145,7 +164,7 @@ class WithoutGil {
   WithoutGil& operator=(const WithoutGil&) = delete;
 
  private:
-  PyThreadState* state_;
+  struct _ts* state_;
 };
 
 // One statement's routine and the outputs a probe recorded.
@@ -252,131 +271,17 @@ struct Entry {
   int64_t (*sample)(int64_t);
 };
 
+// What a generated module's `harness_stmt_module()` returns; the runtime
+// (stmt_runtime.cpp) reads it after loading the module.
 struct Module {
+  int abi;  // kAbi of the header the module was built with
   const Entry* entries;
-  Py_ssize_t count;
+  int64_t count;
   bool pch_used;
+  const char* include_set;  // "lean" or "full"
 };
 
-inline Module& module_of(PyObject* self) { return **static_cast<Module**>(PyModule_GetState(self)); }
-
-inline const Entry* entry_at(PyObject* self, PyObject* index) {
-  const Module& m = module_of(self);
-  const Py_ssize_t i = PyLong_AsSsize_t(index);
-  if (i == -1 && PyErr_Occurred()) return nullptr;
-  if (i < 0 || i >= m.count) {
-    PyErr_Format(PyExc_IndexError, "statement index %zd out of range (module has %zd)", i, m.count);
-    return nullptr;
-  }
-  return &m.entries[i];
-}
-
-// Run f(); a C++ exception becomes a Python RuntimeError with its message.
-template <class F>
-PyObject* guarded(F&& f) {
-  try {
-    return f();
-  } catch (const std::exception& e) {
-    PyErr_SetString(PyExc_RuntimeError, e.what());
-  } catch (...) {
-    PyErr_SetString(PyExc_RuntimeError, "unknown C++ exception");
-  }
-  return nullptr;
-}
-
-inline void delete_unconsumed_dltensor(PyObject* capsule) {
-  // Consumers rename the capsule to "used_dltensor" and own the tensor.
-  if (PyCapsule_IsValid(capsule, "dltensor")) {
-    auto* managed = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule, "dltensor"));
-    if (managed->deleter) managed->deleter(managed);
-  }
-}
-
-inline PyObject* to_dlpack_capsule(const at::Tensor& t) {
-  if (!t.defined()) Py_RETURN_NONE;
-  DLManagedTensor* managed = at::toDLPack(t.detach().contiguous());
-  return PyCapsule_New(managed, "dltensor", delete_unconsumed_dltensor);
-}
-
-inline PyObject* py_prepare(PyObject* self, PyObject* index) {
-  const Entry* e = entry_at(self, index);
-  if (!e) return nullptr;
-  return guarded([&]() -> PyObject* {
-    e->slot->prepare();
-    Py_RETURN_NONE;
-  });
-}
-
-inline PyObject* py_reset(PyObject* self, PyObject* index) {
-  const Entry* e = entry_at(self, index);
-  if (!e) return nullptr;
-  e->slot->reset();
-  Py_RETURN_NONE;
-}
-
-inline PyObject* py_ready(PyObject* self, PyObject* index) {
-  const Entry* e = entry_at(self, index);
-  if (!e) return nullptr;
-  return PyBool_FromLong(e->slot->ready());
-}
-
-inline PyObject* py_sampler(PyObject* self, PyObject* index) {
-  const Entry* e = entry_at(self, index);
-  if (!e) return nullptr;
-  return PyCapsule_New(reinterpret_cast<void*>(e->sample), "harness.sampler", nullptr);
-}
-
-inline PyObject* py_probe(PyObject* self, PyObject* index) {
-  const Entry* e = entry_at(self, index);
-  if (!e) return nullptr;
-  return guarded([&]() -> PyObject* {
-    std::vector<at::Tensor> kept = e->slot->probe();
-    PyObject* out = PyList_New(0);
-    if (!out) return nullptr;
-    for (const auto& t : kept) {
-      PyObject* item = to_dlpack_capsule(t);
-      if (!item || PyList_Append(out, item) != 0) {
-        Py_XDECREF(item);
-        Py_DECREF(out);
-        return nullptr;
-      }
-      Py_DECREF(item);
-    }
-    return out;
-  });
-}
-
-// PyInit body: a module whose state points at the generated entry table.
-inline PyObject* create_module(PyModuleDef* def, Module* module) {
-  PyObject* m = PyModule_Create(def);
-  if (!m) return nullptr;
-  *static_cast<Module**>(PyModule_GetState(m)) = module;
-  PyObject* keys = PyTuple_New(module->count);
-  if (!keys) {
-    Py_DECREF(m);
-    return nullptr;
-  }
-  for (Py_ssize_t i = 0; i < module->count; ++i) {
-    PyTuple_SET_ITEM(keys, i, PyUnicode_FromString(module->entries[i].key));
-  }
-  if (PyModule_AddObject(m, "keys", keys) != 0 ||
-      PyModule_AddObject(m, "pch_used", PyBool_FromLong(module->pch_used)) != 0) {
-    Py_DECREF(keys);
-    Py_DECREF(m);
-    return nullptr;
-  }
-  return m;
-}
+// Bump when Routine, Slot, Entry or Module change layout or meaning.
+inline constexpr int kAbi = 1;
 
 }  // namespace harness::stmt
-
-// The method table every generated module installs.
-#define HARNESS_STMT_METHODS                                                                  \
-  {"prepare", harness::stmt::py_prepare, METH_O, "Run statement i's setup (once)."},          \
-      {"reset", harness::stmt::py_reset, METH_O, "Drop statement i's state."},                \
-      {"ready", harness::stmt::py_ready, METH_O, "Whether statement i is set up."},           \
-      {"sampler", harness::stmt::py_sampler, METH_O, "Native sampler capsule of statement i."}, \
-      {"probe", harness::stmt::py_probe, METH_O, "Run statement i once; its output tensors."}, \
-  {                                                                                           \
-    nullptr, nullptr, 0, nullptr                                                              \
-  }

@@ -1,0 +1,127 @@
+"""The statement runtime: one Python extension per toolchain that loads statement modules.
+
+Statement modules are plain shared libraries without Python's headers (see
+``harness/stmt.h``); ``harness/stmt_runtime.cpp`` is the code that gives
+Python their keys, setup, samplers and probes. It is compiled once per
+toolchain (its source is part of the toolchain key) into
+``<toolchain>/runtime/``, by the first build that needs it or by set-up
+(``python -m harness.measure.cpp.pch --prepare``), and rebuilt when the file
+there does not load (a damaged or half-written cache).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import importlib.machinery
+import importlib.util
+import shutil
+import sys
+import threading
+import time
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from harness.errors import BuildError
+from harness.files.cache import ensure_private_dir
+from harness.measure.cpp.log import log_event
+from harness.measure.cpp.toolchain import include_dirs, load_extension, toolchain
+
+RUNTIME_SOURCE = "stmt_runtime.cpp"
+
+_RUNTIME: ModuleType | None = None
+_LOCK = threading.Lock()
+
+
+def runtime_source() -> Path:
+    for d in include_dirs():
+        path = d / "harness" / RUNTIME_SOURCE
+        if path.is_file():
+            return path
+    raise BuildError(f"the harness statement runtime (harness/{RUNTIME_SOURCE}) is missing; reinstall harness")
+
+
+def runtime_dir() -> Path:
+    return ensure_private_dir(toolchain().root / "runtime")
+
+
+def _name() -> str:
+    return f"hstmt_runtime_{toolchain().key}"
+
+
+def _import(name: str, so: Path) -> ModuleType:
+    loader = importlib.machinery.ExtensionFileLoader(name, str(so))
+    spec = importlib.util.spec_from_file_location(name, so, loader=loader)
+    assert spec is not None
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
+def _compile(name: str, build_dir: Path) -> ModuleType:
+    t0 = time.monotonic()
+    try:
+        module = load_extension(name, [str(runtime_source())], build_dir, toolchain().extra_cflags, python_module=True)
+    except Exception as exc:  # cpp_extension raises RuntimeError carrying ninja's output
+        raise BuildError(f"the harness C++ statement runtime does not build:\n{str(exc)[-4000:]}") from None
+    sys.modules.pop(name, None)
+    log_event("runtime_built", seconds=round(time.monotonic() - t0, 2))
+    return module
+
+
+def runtime() -> ModuleType:
+    """The loaded runtime, built first if this toolchain has none (or a damaged one)."""
+    global _RUNTIME
+    with _LOCK:
+        if _RUNTIME is not None:
+            return _RUNTIME
+        name = _name()
+        build_dir = runtime_dir()
+        so = build_dir / f"{name}.so"  # cpp_extension names it so, whatever the Python
+        with open(build_dir.parent / "runtime.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                if so.exists():
+                    try:
+                        _RUNTIME = _import(name, so)
+                        return _RUNTIME
+                    except ImportError as exc:
+                        log_event("runtime_damaged", error=str(exc)[:500])
+                        shutil.rmtree(build_dir, ignore_errors=True)
+                        build_dir = runtime_dir()
+                _RUNTIME = _compile(name, build_dir)
+                return _RUNTIME
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+class StatementModule:
+    """A loaded module of compiled statements, addressed by index."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.name = path.stem
+        self._rt = runtime()
+        try:
+            self._handle = self._rt.open(str(path))
+        except ImportError as exc:
+            raise BuildError(str(exc)) from None
+        keys, pch_used, include_set = self._rt.describe(self._handle)
+        self.keys: tuple[str, ...] = keys
+        self.pch_used: bool = pch_used
+        self.include_set: str = include_set
+
+    def prepare(self, index: int) -> None:
+        self._rt.prepare(self._handle, index)
+
+    def reset(self, index: int) -> None:
+        self._rt.reset(self._handle, index)
+
+    def ready(self, index: int) -> bool:
+        return bool(self._rt.ready(self._handle, index))
+
+    def sampler(self, index: int) -> Any:
+        return self._rt.sampler(self._handle, index)
+
+    def probe(self, index: int) -> list[Any]:
+        return list(self._rt.probe(self._handle, index))

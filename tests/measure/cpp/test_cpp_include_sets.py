@@ -1,0 +1,150 @@
+"""The lean and the full include set: chosen automatically, cached, logged; real g++, real torch.
+
+Cost: the ``chosen`` fixture builds fresh statements (a per-session tag) once:
+a lean module, a full module, one failed lean build retried with the full set
+and one genuine error (its lean build fails, it is not retried). Each build
+is ~3 s (lean) or ~8 s (full) with the PCHs of the session's cache, ~20-40 s
+without. ``test_a_stale_pch_is_rebuilt`` damages the lean PCH and waits for
+its rebuild (~20-40 s of CPU in the background). Measured on the shared
+2-core VM at load ~13 (five engineers building): 12 minutes for the file from
+its own cache with no PCH yet (fixture 390 s, the stale-PCH test 314 s,
+--prepare 23 s); expect a few times less on a quiet machine.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+import harness
+from harness.errors import StatementError
+from harness.measure.cpp.block import CppBlock
+from harness.measure.cpp.build import build
+from harness.measure.cpp.include_set import choose, static_choice
+from harness.measure.cpp.log import read_log
+from harness.measure.cpp.pch import pch_enabled, pch_file, wait_for_pch
+from harness.measure.cpp.statement import CppStatement
+from harness.measure.cpp.toolchain import toolchain
+
+TAG = f"// {uuid.uuid4()}"
+SETUP = f"auto x = torch::ones({{4, 4}}); {TAG}"
+TENSOR = ("auto y = torch::relu(x * 2);", SETUP)
+LINEAR = ("auto y = lin(x);", f"torch::nn::Linear lin(4, 2);\n{SETUP}")
+# torch::OrderedDict is declared by torch/torch.h, not by the lean set; nothing in the text says so.
+MISSING = ('torch::OrderedDict<std::string, int> d;\nd.insert("a", 1);\nauto y = x * d["a"];', SETUP)
+GENUINE = ("auto y = x * 2;\nauto z = y + misspelt_name;", SETUP)
+
+
+def _statement(pair: tuple[str, str]) -> CppStatement:
+    return CppBlock(*pair).statement
+
+
+def _events(statement: CppStatement, events: list[dict]) -> list[dict]:
+    return [e for e in events if e.get("key") == statement.key]
+
+
+@pytest.fixture(scope="module")
+def chosen():
+    logged = len(read_log())
+    t0 = time.monotonic()
+    report = build([_statement(p) for p in (TENSOR, LINEAR, MISSING, GENUINE)])
+    events = [e for e in read_log()[logged:] if e["pid"] == os.getpid()]
+    print(f"\ninclude-set batch: {report.built} built, {len(report.failed)} failed, {time.monotonic() - t0:.1f} s")
+    return report, events
+
+
+def test_tensor_code_is_lean_and_torch_nn_is_full_without_being_asked(chosen):
+    report, events = chosen
+    assert report.compiled[_statement(TENSOR).key].include_set == "lean"
+    linear = report.compiled[_statement(LINEAR).key]
+    assert linear.include_set == "full"
+    (choice,) = [e for e in _events(_statement(LINEAR), events) if e["event"] == "include_set"]
+    assert choice["include_set"] == "full" and choice["reason"] == "setup uses torch::nn"
+    assert [e["include_set"] for e in events if e["event"] == "builds"].count("lean") == 1
+    m = harness.Timer(*LINEAR, language="cpp").timeit(20)
+    assert m.median > 0
+
+
+def test_a_missing_declaration_is_retried_with_the_full_set_and_remembered(chosen):
+    report, events = chosen
+    statement = _statement(MISSING)
+    assert static_choice(statement)[0] == "lean"  # only the failed compile can tell
+    assert report.compiled[statement.key].include_set == "full"
+    (choice,) = [e for e in _events(statement, events) if e["event"] == "include_set"]
+    assert "lacks a declaration" in choice["reason"]
+    lean_failures = [e for e in events if e["event"] == "failed_builds" and e["include_set"] == "lean"]
+    assert len(lean_failures) == 1
+    # Its value is right: x * 1.
+    assert harness.Timer(*MISSING, language="cpp").timeit(5).median > 0
+    # The second time it goes straight to the full set, without a lean compile.
+    include_set, reason = choose(statement)
+    assert include_set == "full" and reason.startswith("cached:")
+    (toolchain().root / "index" / f"{statement.key}.json").unlink()  # as if its module were gone
+    logged = len(read_log())
+    again = build([statement])
+    later = [e for e in read_log()[logged:] if e["pid"] == os.getpid()]
+    assert again.compiled[statement.key].include_set == "full"
+    assert not [e for e in later if e["event"] == "failed_builds"]
+    assert [e["include_set"] for e in later if e["event"] == "builds"] == ["full"]
+
+
+def test_a_genuine_error_is_reported_once_against_the_users_line(chosen):
+    report, events = chosen
+    statement = _statement(GENUINE)
+    message = report.failed[statement.key]
+    assert message.count("misspelt_name' was not declared") + message.count("misspelt_name’ was not declared") == 1
+    assert message.count("2 | auto z = y + misspelt_name;") == 1
+    assert "stmt:2:" in message and "~" not in message
+    # A name of the user's own is not torch's: no second compile with the full set.
+    assert not [e for e in _events(statement, events) if e["event"] == "include_set"]
+    with pytest.raises(StatementError, match=r"stmt:2:"):
+        harness.Timer(*GENUINE, language="cpp").timeit(5)
+
+
+def test_own_includes_choose_the_full_set():
+    statement = CppStatement("auto y = 1;", global_setup="#include <torch/nn.h>")
+    assert static_choice(statement) == ("full", "global_setup has #include lines")
+    assert static_choice(CppStatement("auto m = torch::jit::load(path);")) == ("full", "stmt uses torch::jit")
+    assert static_choice(CppStatement("auto y = torch::mm(x, x);"))[0] == "lean"
+
+
+def test_the_lean_and_full_pch_coexist_and_a_stale_one_is_rebuilt(chosen):
+    if not pch_enabled():
+        pytest.skip("PCH disabled (HARNESS_CPP_PCH=0 or not g++)")
+    assert wait_for_pch(timeout=900, include_set="lean") and wait_for_pch(timeout=900, include_set="full")
+    assert pch_file("lean") != pch_file("full")
+    assert pch_file("lean").stat().st_size > 1e6 and pch_file("full").stat().st_size > pch_file("lean").stat().st_size
+    # A change of torch or compiler is a new toolchain key: a directory, and PCHs, of its own.
+    tc = toolchain()
+    assert dataclasses.replace(tc, torch_version=tc.torch_version + "+other").key != tc.key
+    assert dataclasses.replace(tc, version=tc.version + " (other)").key != tc.key
+    # A PCH g++ cannot use (stale or damaged) is detected, removed and rebuilt.
+    pch_file("lean").write_bytes(b"not a precompiled header")
+    logged = len(read_log())
+    statement = CppStatement(f"auto y = x - 1; // {uuid.uuid4()}", "auto x = torch::ones({2});")
+    assert not build([statement]).compiled[statement.key].pch_used
+    assert wait_for_pch(timeout=900, include_set="lean")
+    events = [e["event"] for e in read_log()[logged:]]
+    assert "pch_rejected" in events and "pch_built" in events
+    fresh = CppStatement(f"auto y = x - 2; // {uuid.uuid4()}", "auto x = torch::ones({2});")
+    assert build([fresh]).compiled[fresh.key].pch_used
+
+
+def test_prepare_reports_the_runtime_and_pch_ready(chosen):
+    """What scripts/setup.sh runs: with both already built it only says so (exit 0); bad usage exits 2."""
+    if not pch_enabled():
+        pytest.skip("PCH disabled (HARNESS_CPP_PCH=0 or not g++)")
+    assert wait_for_pch(timeout=900)
+    proc = subprocess.run([sys.executable, "-m", "harness.measure.cpp.pch", "--prepare"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "runtime and precompiled headers ready (already built)" in proc.stdout
+    bad = subprocess.run([sys.executable, "-m", "harness.measure.cpp.pch", "--bogus"],
+                         capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 2 and "usage:" in bad.stderr
