@@ -41,7 +41,7 @@ from harness.measure.counters.choice import get_counter
 from harness.model.result import TaskResult
 from harness.present.check import read_expected
 from harness.records.metrics import METRIC_COLUMNS, format_number
-from harness.suites.compile_time.runner import INSTRUCTIONS
+from harness.suites.compile_time.region import COMPILE_INSTRUCTIONS as INSTRUCTIONS
 from harness.workers.pool import WorkerPool
 
 HERE = Path(__file__).resolve().parent

@@ -44,6 +44,11 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--path", help="directory holding the suites (default: ./benchmarks)")
     bench.add_argument("--only", action="append", metavar="NAME", help="only the benchmark named NAME (repeatable)")
     bench.add_argument(
+        "--all", action="store_true", dest="everything",
+        help="also run the extended benchmarks a suite leaves out by default (compile_time: the cases too slow "
+        "for the gate's budget; `list` marks them)",
+    )
+    bench.add_argument(
         "--output", "-o",
         help="write the run record to FILE: .json (one run, replaced), .jsonl or .csv (runs appended); "
         "gpt_fast alone with .csv: its own CSV + .jsonl + .run.json",
@@ -138,18 +143,23 @@ def _suites_and_tasks(args: argparse.Namespace) -> tuple[list, list]:
     from harness.define.selection import select
 
     suites = select_suites(default_root(args.path), list(args.suites))
-    tasks = select([t for s in suites for t in s.tasks()], args.pattern, getattr(args, "only", None))
+    tasks = select(
+        [t for s in suites for t in s.tasks()], args.pattern, getattr(args, "only", None),
+        everything=getattr(args, "everything", True),
+    )
     return suites, tasks
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    from harness.define.selection import is_extended
+
     console = Console()
     current = None
     for t in _suites_and_tasks(args)[1]:
         if t.suite != current:
             console.print(f"[bold]{t.suite}[/bold]")
             current = t.suite
-        console.print(f"  {t.name}", highlight=False, markup=False)
+        console.print(f"  {t.name}" + ("  (--all)" if is_extended(t) else ""), highlight=False, markup=False)
     return 0
 
 
