@@ -35,13 +35,12 @@ from rich.console import Console
 from rich.table import Table
 
 from harness.define.discovery import load_suite
-from harness.define.selection import matches
+from harness.define.selection import is_extended, matches
 from harness.files.atomic import atomic_open
 from harness.measure.counters.choice import get_counter
 from harness.model.result import TaskResult
 from harness.present.check import read_expected
 from harness.records.metrics import METRIC_COLUMNS, format_number
-from harness.suites.compile_time.region import COMPILE_INSTRUCTIONS as INSTRUCTIONS
 from harness.workers.pool import WorkerPool
 
 HERE = Path(__file__).resolve().parent
@@ -69,12 +68,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--expected", default=str(HERE / "expected_results.csv"))
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds per task")
     parser.add_argument("--output", help="write the median of the repeats as name,metric,value CSV")
+    parser.add_argument("--all", action="store_true", dest="everything", help="also the extended cases (bench --all)")
     args = parser.parse_args(argv)
 
     tasks = [
         t
         for t in load_suite("compile_time", HERE / "suite.py").tasks()
-        if t.mode == "instructions" and matches(t, args.pattern)
+        if t.mode == "instructions" and matches(t, args.pattern) and (args.everything or not is_extended(t))
     ]
     if not tasks:
         print(f"noise.py: no instruction-count tasks match -k {args.pattern!r}", file=sys.stderr)
@@ -127,9 +127,11 @@ def main(argv: list[str] | None = None) -> int:
             table.add_row(case, "", f"{len(ok)} of {len(results)} runs ok", "", "")
             continue
         values = [r.extra["actual"] for r in ok]
-        medians.append((case, INSTRUCTIONS, statistics.median_low(values)))
+        # compile_time_instruction_count or instruction_count, by the case's region
+        metric = next(m for m in ok[0].extra["metrics"] if not m.endswith("_cold"))
+        medians.append((case, metric, statistics.median_low(values)))
         s = spread(values)
-        current = margins.get((case, INSTRUCTIONS))
+        current = margins.get((case, metric))
         table.add_row(
             case,
             f"{statistics.median_low(values):,.0f}",
