@@ -17,6 +17,14 @@ gate fails on real changes only.
 `--output FILE.csv` writes the median of the repeats (a measured value: the
 lower middle one for an even count) as name,metric,value rows, from which `python -m harness check FILE.csv --expected ... --update`
 records expected values.
+
+`--write-expected FILE` regenerates the expected file in one command: a row
+per case measured in every repeat, its median and margin max(1.5%, 3x
+spread), under a header saying on what it was recorded. The lead reruns it
+after a change that moves every count (how workers start, a torch upgrade):
+
+    python benchmarks/compile_time/noise.py --repeats 3 --counter callgrind \
+        --write-expected benchmarks/compile_time/expected_results.csv
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ from __future__ import annotations
 import argparse
 import csv
 import math
+import os
 import signal
 import statistics
 import sys
@@ -69,7 +78,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds per task")
     parser.add_argument("--output", help="write the median of the repeats as name,metric,value CSV")
     parser.add_argument("--all", action="store_true", dest="everything", help="also the extended cases (bench --all)")
+    parser.add_argument(
+        "--write-expected", metavar="FILE",
+        help="write FILE as the expected file: median and suggested margin per case (needs --repeats >= 2)",
+    )
     args = parser.parse_args(argv)
+    if args.write_expected and args.repeats < 2:
+        parser.error("--write-expected needs --repeats 2 or more: a margin comes from the measured spread")
 
     tasks = [
         t
@@ -120,6 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     for col in ("case", "median", "spread", "suggested margin", "current margin"):
         table.add_column(col, justify="left" if col == "case" else "right")
     medians = []
+    expected_rows = []
     for name, results in runs.items():
         ok = [r for r in results if r.ok]
         case = ok[0].extra["case"] if ok else name
@@ -131,6 +147,7 @@ def main(argv: list[str] | None = None) -> int:
         metric = next(m for m in ok[0].extra["metrics"] if not m.endswith("_cold"))
         medians.append((case, metric, statistics.median_low(values)))
         s = spread(values)
+        expected_rows.append((case, metric, statistics.median_low(values), suggested_margin(s), s))
         current = margins.get((case, metric))
         table.add_row(
             case,
@@ -144,7 +161,49 @@ def main(argv: list[str] | None = None) -> int:
     if args.output:
         write_csv(args.output, medians)
         console.print(f"medians written to {args.output}")
+    if args.write_expected:
+        failed = len(runs) - len(expected_rows)
+        command = " ".join(["python", "benchmarks/compile_time/noise.py", *(argv if argv is not None else sys.argv[1:])])
+        write_expected(args.write_expected, expected_rows, counter.name, args.repeats, command)
+        console.print(
+            f"{args.write_expected}: {len(expected_rows)} rows written"
+            + (f"; {failed} case(s) failed in some repeat and were left out" if failed else ""),
+            highlight=False,
+        )
+        return 1 if failed else 0
     return 0
+
+
+def write_expected(
+    path: str, rows: list[tuple[str, str, float, float, float]], counter: str, repeats: int, command: str
+) -> None:
+    """The expected file, whole: what it was recorded on, then a row per case."""
+    import platform
+
+    import torch
+
+    spreads = [row[4] for row in rows]
+    cpu = next(
+        (line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+         if line.startswith("model name")),
+        platform.processor(),
+    ) if Path("/proc/cpuinfo").exists() else platform.processor()
+    header = [
+        "# Expected instruction counts of the compile-time suite's default (gated) cases, gated by",
+        "#   python -m harness check RESULTS --expected benchmarks/compile_time/expected_results.csv",
+        f"# Written by: {command}",
+        f"# Recorded on: {cpu} ({os.cpu_count()} CPUs), Linux {platform.release()}, Python {platform.python_version()},",
+        f"#   torch {torch.__version__}, counter {counter}, {time.strftime('%Y-%m-%d', time.gmtime())}.",
+        f"# Values: the median of {repeats} runs, each case in a fresh worker; spreads measured "
+        f"{min(spreads):.2%}-{max(spreads):.2%};",
+        f"#   noise_margin = max({MIN_MARGIN:.1%}, {SAFETY:g}x the case's spread). Other machines, torch versions or",
+        "#   counters give other counts: record your own with the command above.",
+    ]
+    with atomic_open(path, "w") as f:
+        f.write("\n".join(header) + "\n")
+        writer = csv.writer(f, lineterminator="\n")
+        writer.writerow(["name", "metric", "expected", "noise_margin"])
+        writer.writerows((name, metric, format_number(value), f"{margin:g}") for name, metric, value, margin, _ in rows)
 
 
 def write_csv(path: str, rows: list[tuple[str, str, float]]) -> None:

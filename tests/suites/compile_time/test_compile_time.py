@@ -29,6 +29,7 @@ STANDARD_CPU_NAMES = [
     "aotdispatcher_training_nosubclass_cpu",
     "aotdispatcher_training_subclass_cpu",
     "aotdispatcher_partitioner_cpu",
+    "aotdispatcher_partitioner_cpu2",
     "basic_modules_ListOfLinears_eager",
     "basic_modules_ListOfLinears_inductor",
     "basic_NestedModule_eager",

@@ -55,6 +55,8 @@ REFERENCE: dict[str, dict[str, Any]] = {
     },
     # aotdispatcher_partitioner.py: 100 weights x (matmul, sin, sin) on a 16x16 input.
     "aotdispatcher_partitioner_cpu": {"graphs": 1, "ops": 300, "inputs": [(16, 16)] * 101},
+    # aotdispatcher_partitioner2.py: 16 x (x + i), 16 x (x + tmp), 12 x (sin, mul, 3 subs), sum: 0 + 16 adds.
+    "aotdispatcher_partitioner_cpu2": {"graphs": 1, "ops": 16 + 16 + 12 * 5 + 16, "inputs": [(4, 4)]},
     # basic_modules_benchmarks.py: 20 steps of linear + linear + add; 20 weights (10, 10), 20 biases (10,).
     **{
         f"basic_modules_ListOfLinears_{b}": {"graphs": 1, "ops": 60, "inputs_sorted": sorted([(10,)] * 21 + [(10, 10)] * 20)}

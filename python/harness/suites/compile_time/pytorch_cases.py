@@ -138,6 +138,39 @@ class AotDispatcherPartitioner(CompileTimeBenchmark):
 
 
 @dataclasses.dataclass(kw_only=True)
+class AotDispatcherPartitioner2(CompileTimeBenchmark):
+    """aotdispatcher_partitioner2.py: 16 parallel use chains of a randn(4, 4) (sin, mul, three subs each), partitioned."""
+
+    category: str = "aotdispatcher_partitioner"
+    backend: str = "aot_eager_decomp_partition"
+    mode: str = "training"
+
+    def name(self) -> str:
+        return f"{self.category}_{self.device}2"
+
+    def prepare_once(self) -> None:
+        import torch
+
+        self._x = torch.randn(4, 4, requires_grad=True)
+
+    def work(self) -> None:
+        import torch
+
+        @torch.compile(backend=self.backend, fullgraph=True)
+        def f(x: torch.Tensor) -> Any:
+            tmps = [x + i for i in range(16)]
+            tmps = [x + tmp for tmp in tmps]
+            for i in range(len(tmps) - 4):
+                tmps[i] = tmps[i].sin().mul(tmps[i])
+                tmps[i + 1] -= tmps[i]
+                tmps[i + 2] -= tmps[i]
+                tmps[i + 3] -= tmps[i]
+            return sum(tmps)
+
+        f(self._x)
+
+
+@dataclasses.dataclass(kw_only=True)
 class BasicModules(CompileTimeBenchmark):
     """basic_modules_benchmarks.py: ListOfLinears (20 Linear(10, 10)) on ones(10), fresh caches."""
 
@@ -455,6 +488,7 @@ def pytorch_cases() -> list[CompileTimeBenchmark]:
         AddLoop(backend="inductor", extended=True),
         *(AotDispatcher(mode=m, subclass=s) for m in ("inference", "training") for s in (False, True)),
         AotDispatcherPartitioner(),
+        AotDispatcherPartitioner2(),
         BasicModules(backend="eager"),
         BasicModules(backend="inductor", extended=True),
         NestedModules(),
