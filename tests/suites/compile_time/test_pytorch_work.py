@@ -120,7 +120,7 @@ def _pytorch_named() -> list[CompileTimeBenchmark]:
 
 def _reference_name(case: CompileTimeBenchmark) -> str:
     name = case.name()
-    twins = ("runtime_overhead_", "autograd_function_apply_")
+    twins = ("runtime_overhead_", "autograd_function_apply_", "dtensor_dispatch_")
     return name.removesuffix("_cpu") if name.startswith(twins) else name
 
 
@@ -128,7 +128,38 @@ def test_every_pytorch_named_case_has_a_reference_fingerprint() -> None:
     from harness.suites.compile_time.pytorch_cases import pytorch_cases
 
     names = {_reference_name(c) for c in pytorch_cases() if c.device == "cpu"}
-    assert names == set(REFERENCE) | set(EXPORT_REFERENCE) | {"unbind_split_flip_cat_iter40_batch128"}
+    assert names == set(REFERENCE) | set(EXPORT_REFERENCE) | set(DTENSOR) | {"unbind_split_flip_cat_iter40_batch128"}
+
+
+R, S0, S1, P = "Replicate()", "Shard(dim=0)", "Shard(dim=1)", "Partial(sum)"
+# dtensor.py: a mesh of 256 fake ranks; a and b are replicated 10x10 ones, except for add_backward
+# (a 2x512 local shard on dim 0, b 512x2 on dim 1, both requiring grad); collectives adds a partial c.
+DTENSOR: dict[str, dict[str, Any]] = {
+    f"dtensor_dispatch_{op}": {"mesh": 256, "a": ((10, 10), R), "b": ((10, 10), R)}
+    for op in ("detach", "to_from_local", "inplace", "view", "random", "custom_handler")
+}
+DTENSOR["dtensor_dispatch_collectives"] = {"mesh": 256, "a": ((10, 10), R), "b": ((10, 10), R), "c": ((10, 10), P)}
+DTENSOR["dtensor_dispatch_add_backward"] = {"mesh": 256, "a": ((2 * 256, 512), S0), "b": ((512, 2 * 256), S1)}
+
+
+def test_dtensor_cases_do_pytorchs_work() -> None:
+    import torch.distributed as dist
+
+    cases = [c for c in standard_cases() if c.device == "cpu" and c.name().startswith("dtensor_")]
+    assert {_reference_name(c) for c in cases} == set(DTENSOR)
+    try:
+        for case in cases:
+            case.prepare_once()
+            found: dict[str, Any] = {"mesh": case._mesh.size()}  # type: ignore[attr-defined]
+            for key in ("a", "b", "c"):
+                t = getattr(case, f"_{key}", None)
+                if t is not None:
+                    found[key] = (tuple(t.shape), repr(t.placements[0]))
+            assert found == DTENSOR[_reference_name(case)], case.name()
+            case.work()
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
 
 
 def _export_counts(case: CompileTimeBenchmark) -> collections.Counter[str]:

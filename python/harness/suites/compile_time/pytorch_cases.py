@@ -21,6 +21,7 @@ from harness.suites.compile_time.pytorch_runtime_cases import (
     AutogradFunctionApply,
     DisableOverhead,
     NnModuleGuardEval,
+    dtensor_cases,
     runtime_overheads,
 )
 
@@ -508,6 +509,7 @@ def pytorch_cases() -> list[CompileTimeBenchmark]:
         DisableOverhead(),
         AutogradFunctionApply(device="cpu"),
         *runtime_overheads("cpu"),
+        *dtensor_cases("cpu"),
         # PyTorch runs these on CUDA only.
         AddLoop(backend="inductor", device="cuda"),
         AddLoop(backend="inductor", device="cuda", dynamic=True),
@@ -517,4 +519,5 @@ def pytorch_cases() -> list[CompileTimeBenchmark]:
         MmLoop(device="cuda", dynamic=True),
         AutogradFunctionApply(),
         *runtime_overheads("cuda"),
+        *dtensor_cases("cuda"),
     ]

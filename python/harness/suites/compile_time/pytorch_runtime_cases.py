@@ -8,6 +8,7 @@ prepare_once. Same name, same work, as in ``pytorch_cases``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Iterator
 
 from harness.suites.compile_time.benchmark import CompileTimeBenchmark, synchronize
@@ -160,6 +161,83 @@ class DisableOverhead(CompileTimeBenchmark):
 
     def work(self) -> None:
         self._fn(self._a)
+
+
+DTENSOR_OPERATORS = (
+    "detach", "to_from_local", "collectives", "add_backward", "inplace", "view", "random", "custom_handler",
+)
+DTENSOR_WORLD_SIZE = 256  # PyTorch's: a fake process group, no other process
+
+
+@dataclasses.dataclass(kw_only=True)
+class DTensorDispatch(CompileTimeBenchmark):
+    """dtensor.py: one DTensor operation on a 256-rank fake process group (10x10 ones, replicated)."""
+
+    category: str = "dtensor_dispatch"
+    region: str = "work"
+    device: str = "cuda"
+    operator: str = "detach"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.operator not in DTENSOR_OPERATORS:
+            raise ValueError(f"DTensorDispatch: operator must be one of {', '.join(DTENSOR_OPERATORS)}")
+
+    def name(self) -> str:
+        # PyTorch's case runs on CUDA; the CPU one is ours and says so.
+        return f"{self.category}_{self.operator}{'_cpu' if self.device == 'cpu' else ''}"
+
+    def prepare_once(self) -> None:
+        import torch
+        import torch.distributed as dist
+        from torch.distributed.tensor import DTensor, Partial, Replicate, Shard
+        from torch.testing._internal.distributed.fake_pg import FakeStore
+
+        if not dist.is_initialized():
+            dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=DTENSOR_WORLD_SIZE)
+        self._mesh = dist.device_mesh.init_device_mesh(self.device, (DTENSOR_WORLD_SIZE,), mesh_dim_names=("dp",))
+        ones = functools.partial(torch.ones, device=self.device)
+        self._a = DTensor.from_local(ones(10, 10), self._mesh, [Replicate()])
+        self._b = DTensor.from_local(ones(10, 10), self._mesh, [Replicate()])
+        if self.operator == "collectives":
+            self._c = DTensor.from_local(ones(10, 10), self._mesh, [Partial()])
+        if self.operator == "add_backward":
+            self._a = DTensor.from_local(ones(2, 512, requires_grad=True), self._mesh, [Shard(0)])
+            self._b = DTensor.from_local(ones(512, 2, requires_grad=True), self._mesh, [Shard(1)])
+
+    def prepare(self) -> None:
+        pass
+
+    def work(self) -> None:
+        import torch
+        from torch.distributed.tensor import DTensor, Replicate, Shard
+
+        a, b, op = self._a, self._b, self.operator
+        if op == "detach":
+            a.detach()
+        elif op == "to_from_local":
+            DTensor.from_local(a.to_local(), self._mesh, [Replicate()])
+        elif op == "collectives":
+            # shard, all-to-all, all-gather; then all-reduce and reduce-scatter of a partial
+            a = a.redistribute(placements=[Shard(0)]).redistribute(placements=[Shard(1)])
+            a.redistribute(placements=[Replicate()])
+            self._c.redistribute(placements=[Replicate()])
+            self._c.redistribute(placements=[Shard(0)])
+        elif op == "add_backward":
+            (a + b).sum().backward()
+        elif op == "inplace":
+            a.add_(b)
+        elif op == "view":
+            a.view(100)
+        elif op == "random":
+            a.uniform_()
+        else:
+            torch.ops.aten.is_same_size(a, b)
+
+
+def dtensor_cases(device: str) -> Iterator[CompileTimeBenchmark]:
+    for operator in DTENSOR_OPERATORS:
+        yield DTensorDispatch(device=device, operator=operator)
 
 
 def runtime_overheads(device: str) -> Iterator[CompileTimeBenchmark]:
