@@ -255,3 +255,26 @@ def test_bench_writes_metric_csv_and_run_record(cli, custom_suite, tmp_path):
     assert all(float(row[2]) > 0 for row in rows[1:])
     record = json.loads(out.with_suffix(".json").read_text())
     assert record["schema"] == "harness.run" and record["results"][0]["extra"]["case"] == "tiny_add_eager"
+
+
+def test_default_run_leaves_out_extended_cases_and_all_adds_them(cli):
+    from harness.define.selection import select
+
+    tasks = [t for case in standard_cases() for t in case.expand("compile_time")]
+    extended = {t.name for t in tasks if t.params.get("extended")}
+    # The cases too slow for the gate's budget under callgrind (benchmarks/compile_time/README.md).
+    assert {name.split("[")[0] for name in extended} == {
+        "add_loop_inductor", "basic_modules_ListOfLinears_inductor", "mm_loop_inductor", "mm_loop_inductor_dynamic",
+        "unbind_split_flip_cat_iter40_batch128",
+    }
+    default = select(tasks, everything=False)
+    assert not {t.name for t in default} & extended and len(default) == len(tasks) - len(extended)
+    assert select(tasks, everything=True) == tasks
+    # Named with --only, an extended case runs without --all.
+    assert [t.name for t in select(tasks, names=["add_loop_inductor[instructions]"], everything=False)] == [
+        "add_loop_inductor[instructions]"
+    ]
+    r = cli("list", "compile_time")
+    assert r.returncode == 0, r.stderr
+    marked = {line.split()[0] for line in r.stdout.splitlines() if line.endswith("(--all)")}
+    assert marked == extended
