@@ -33,6 +33,7 @@ import argparse
 import csv
 import math
 import os
+import resource
 import signal
 import statistics
 import sys
@@ -100,7 +101,9 @@ def main(argv: list[str] | None = None) -> int:
     console = Console(width=None if sys.stdout.isatty() else 160)
     console.print(f"{len(tasks)} cases x {args.repeats} repeats, counter {counter.name}, --jobs {args.jobs}")
     runs: dict[str, list[TaskResult]] = {t.name: [] for t in tasks}
-    durations = []
+    durations: list[float] = []
+    cpu_seconds: list[float] = []
+    interrupted = False
     for repeat in range(args.repeats):
         start = time.perf_counter()
         env = {**counter.worker_env(), PROBE_ENV: "x" * (PROBE_STEP * repeat)}
@@ -120,9 +123,23 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 console.print(f"FAILED {result.task.name}: {result.error}", markup=False)
 
-        pool.run(tasks, 0.0, on_result=report)
+        cpu_before = _children_cpu()
+        try:
+            pool.run(tasks, 0.0, on_result=report)
+        except KeyboardInterrupt:
+            # Keep what was measured: the summary and --output below use every finished result.
+            console.print(f"interrupted in repeat {repeat + 1}; summarising the results so far", highlight=False)
+            interrupted = True
         durations.append(time.perf_counter() - start)
-        console.print(f"repeat {repeat + 1}: {durations[-1]:.0f} s", highlight=False)
+        cpu_seconds.append(_children_cpu() - cpu_before)
+        # CPU seconds do not depend on how busy the machine is; wall seconds do.
+        console.print(
+            f"repeat {repeat + 1}: {durations[-1]:.0f} s wall, {cpu_seconds[-1]:.0f} s CPU in the workers, "
+            f"load average {os.getloadavg()[0]:.1f}",
+            highlight=False,
+        )
+        if interrupted:
+            break
 
     try:
         margins = {key: row.margin for key, row in read_expected(args.expected).rows.items()}
@@ -139,13 +156,16 @@ def main(argv: list[str] | None = None) -> int:
     for name, results in runs.items():
         ok = [r for r in results if r.ok]
         case = ok[0].extra["case"] if ok else name
-        if len(ok) < 2:
-            table.add_row(case, "", f"{len(ok)} of {len(results)} runs ok", "", "")
+        if not ok:
+            table.add_row(case, "", f"0 of {len(results)} runs ok", "", "")
             continue
         values = [r.extra["actual"] for r in ok]
         # compile_time_instruction_count or instruction_count, by the case's region
         metric = next(m for m in ok[0].extra["metrics"] if not m.endswith("_cold"))
         medians.append((case, metric, statistics.median_low(values)))
+        if len(ok) < 2:
+            table.add_row(case, f"{values[0]:,.0f}", f"{len(ok)} of {args.repeats} runs", "", "")
+            continue
         s = spread(values)
         expected_rows.append((case, metric, statistics.median_low(values), suggested_margin(s), s))
         current = margins.get((case, metric))
@@ -161,6 +181,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.output:
         write_csv(args.output, medians)
         console.print(f"medians written to {args.output}")
+    if interrupted:
+        if args.write_expected:
+            console.print(f"{args.write_expected} not written: the run was interrupted", highlight=False)
+        return 130
     if args.write_expected:
         failed = len(runs) - len(expected_rows)
         command = " ".join(["python", "benchmarks/compile_time/noise.py", *(argv if argv is not None else sys.argv[1:])])
@@ -172,6 +196,12 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 1 if failed else 0
     return 0
+
+
+def _children_cpu() -> float:
+    """CPU seconds of the workers this process has reaped (user + system)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def write_expected(
