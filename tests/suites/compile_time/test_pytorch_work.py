@@ -113,6 +113,15 @@ UNBIND = {"loop_iterations": 40, "batch": 128, "inputs": 40 * [(128,)]}
 UNBIND_REDUCED = {"placeholders": 2 * 4, "aten.flip.default": 4 * 16, "aten.cat.default": 4}
 
 
+@pytest.fixture(autouse=True)
+def _restore_torch_state():
+    """Cases set process-wide state as PyTorch's do (matmul precision); other tests must not see it."""
+    precision = torch.get_float32_matmul_precision()
+    yield
+    torch.set_float32_matmul_precision(precision)
+    torch._dynamo.reset()
+
+
 def _pytorch_named() -> list[CompileTimeBenchmark]:
     """Cases with PyTorch's names; CUDA ones are fingerprinted through their CPU twins (same work, `_cpu`)."""
     return [c for c in standard_cases() if c.device == "cpu" and _reference_name(c) in {**REFERENCE, **EXPORT_REFERENCE}]

@@ -97,7 +97,14 @@ def compile_counter(counter: InstructionCounter, what: str) -> Callable[[Callabl
         with dynamo_config.patch(record_compile_time_instruction_count=True):
             CompileTimeInstructionCounter.clear()
             fn()
-            return _nonzero(float(CompileTimeInstructionCounter.value()), what)
+            value = CompileTimeInstructionCounter.value()
+        # torch's counter returns -1 (as an unsigned 64-bit value) when perf_event_open fails.
+        if value >= 2**63 or value < 0:
+            raise HarnessError(
+                f"{what}: torch's instruction counter could not read the hardware counter "
+                "(perf_event_open failed; see /proc/sys/kernel/perf_event_paranoid); use --counter callgrind"
+            )
+        return _nonzero(float(value), what)
 
     return by_torch
 
