@@ -34,6 +34,7 @@ import csv
 import math
 import os
 import resource
+import shlex
 import signal
 import statistics
 import sys
@@ -187,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     if args.write_expected:
         failed = len(runs) - len(expected_rows)
-        command = " ".join(["python", "benchmarks/compile_time/noise.py", *(argv if argv is not None else sys.argv[1:])])
+        command = shlex.join(["python", "benchmarks/compile_time/noise.py", *(argv if argv is not None else sys.argv[1:])])
         write_expected(args.write_expected, expected_rows, counter.name, args.repeats, command)
         console.print(
             f"{args.write_expected}: {len(expected_rows)} rows written"
@@ -224,8 +225,12 @@ def write_expected(
         f"# Written by: {command}",
         f"# Recorded on: {cpu} ({os.cpu_count()} CPUs), Linux {platform.release()}, Python {platform.python_version()},",
         f"#   torch {torch.__version__}, counter {counter}, {time.strftime('%Y-%m-%d', time.gmtime())}.",
-        f"# Values: the median of {repeats} runs, each case in a fresh worker; spreads measured "
-        f"{min(spreads):.2%}-{max(spreads):.2%};",
+        (
+            f"# Values: the median of {repeats} runs, each case in a fresh worker; spreads measured "
+            f"{min(spreads):.2%}-{max(spreads):.2%};"
+            if repeats > 1 and spreads
+            else "# Values: ONE run per case, each in a fresh worker: spreads not measured, margins at the floor;"
+        ),
         f"#   noise_margin = max({MIN_MARGIN:.1%}, {SAFETY:g}x the case's spread). Other machines, torch versions or",
         "#   counters give other counts: record your own with the command above.",
     ]
