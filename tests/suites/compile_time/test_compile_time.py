@@ -36,6 +36,10 @@ STANDARD_CPU_NAMES = [
     "deep_nested_module_cpu",
     "basic_InlineMod_eager",
     "float_args",
+    "diffusion_dit_full_inductor",
+    "diffusion_dit_regional_inductor",
+    "diffusion_dit_hierarchical_inductor",
+    "diffusion_dit_hierarchical_dynamic",
     "mm_loop_inductor",
     "mm_loop_inductor_dynamic",
     "symint_sum",
@@ -265,7 +269,8 @@ def test_default_run_leaves_out_extended_cases_and_all_adds_them(cli):
     # The cases too slow for the gate's budget under callgrind (benchmarks/compile_time/README.md).
     assert {name.split("[")[0] for name in extended} == {
         "add_loop_inductor", "basic_modules_ListOfLinears_inductor", "mm_loop_inductor", "mm_loop_inductor_dynamic",
-        "unbind_split_flip_cat_iter40_batch128",
+        "unbind_split_flip_cat_iter40_batch128", "diffusion_dit_full_inductor", "diffusion_dit_regional_inductor",
+        "diffusion_dit_hierarchical_inductor", "diffusion_dit_hierarchical_dynamic",
     }
     default = select(tasks, everything=False)
     assert not {t.name for t in default} & extended and len(default) == len(tasks) - len(extended)

@@ -306,6 +306,55 @@ class MmLoop(CompileTimeBenchmark):
         synchronize(self.device)
 
 
+DIT_STRATEGIES = ("full", "regional", "hierarchical")
+
+
+@dataclasses.dataclass(kw_only=True)
+class DiffusionDiT(CompileTimeBenchmark):
+    """diffusion_dit.py: a 4-block DiT (dim 64) compiled whole, block by block, or as one nested region; inductor."""
+
+    category: str = "diffusion_dit"
+    backend: str = "inductor"
+    strategy: str = "full"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.strategy not in DIT_STRATEGIES:
+            raise ValueError(f"DiffusionDiT: strategy must be one of {', '.join(DIT_STRATEGIES)}")
+
+    def name(self) -> str:
+        return f"{self.category}_{self.strategy}_{'dynamic' if self.dynamic else self.backend}"
+
+    def prepare_once(self) -> None:
+        import torch
+
+        from harness.suites.compile_time import pytorch_modules as m
+
+        torch.manual_seed(0)
+        torch.set_float32_matmul_precision("high")
+        block = m.HierarchicalDiTBlock if self.strategy == "hierarchical" else m.DiTBlock
+        self._model = m.DiT(block, m.DIT_BLOCKS).eval()
+        tokens = [m.DIT_IMAGE_TOKENS, *([m.DIT_DYNAMIC_IMAGE_TOKENS] if self.dynamic else [])]
+        self._inputs = [
+            (torch.randn(1, n, m.DIT_DIM), torch.randn(1, m.DIT_TEXT_TOKENS, m.DIT_DIM), torch.randn(1, m.DIT_DIM))
+            for n in tokens
+        ]
+
+    def work(self) -> None:
+        import torch
+
+        options = {"backend": self.backend, "dynamic": self.dynamic, "fullgraph": True}
+        with fresh_inductor_cache(), torch.no_grad():
+            if self.strategy == "regional":
+                blocks = [torch.compile(block, **options) for block in self._model.blocks]
+                for inputs in self._inputs:
+                    self._model.forward_blocks(blocks, *inputs)
+            else:
+                compiled = torch.compile(self._model, **options)
+                for inputs in self._inputs:
+                    compiled(*inputs)
+
+
 @dataclasses.dataclass(kw_only=True)
 class SymintSum(CompileTimeBenchmark):
     """symint_sum.py: the sum of a randint(10, (200,)) tensor's tolist(), captured as symbolic ints, inductor."""
@@ -496,6 +545,8 @@ def pytorch_cases() -> list[CompileTimeBenchmark]:
         DeepNestedModules(),
         InlineModule(),
         FloatArgs(),
+        *(DiffusionDiT(strategy=s, extended=True) for s in DIT_STRATEGIES),
+        DiffusionDiT(strategy="hierarchical", dynamic=True, extended=True),
         MmLoop(device="cpu", extended=True),
         MmLoop(device="cpu", dynamic=True, extended=True),
         SymintSum(),

@@ -155,3 +155,84 @@ def trivial(x: torch.Tensor) -> torch.Tensor:
     return x
 
 
+
+
+# diffusion_dit.py: a synthetic diffusion transformer.
+DIT_DIM = 64
+DIT_HEADS = 4
+DIT_MLP_RATIO = 4
+DIT_BLOCKS = 4
+DIT_IMAGE_TOKENS = 16
+DIT_TEXT_TOKENS = 8
+DIT_DYNAMIC_IMAGE_TOKENS = 24  # the second image size of the dynamic case
+
+
+def _heads(x: torch.Tensor) -> torch.Tensor:
+    return x.unflatten(-1, (DIT_HEADS, -1)).transpose(1, 2)
+
+
+def _merge_heads(x: torch.Tensor) -> torch.Tensor:
+    return x.transpose(1, 2).flatten(-2)
+
+
+class DiTBlock(nn.Module):
+    """Self-attention, cross-attention to text and an MLP, each modulated by the condition (adaLN)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        dim = DIT_DIM
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.self_out = nn.Linear(dim, dim)
+        self.cross_q = nn.Linear(dim, dim)
+        self.cross_kv = nn.Linear(dim, 2 * dim)
+        self.cross_out = nn.Linear(dim, dim)
+        self.mlp = nn.Sequential(
+            nn.Linear(dim, DIT_MLP_RATIO * dim), nn.GELU(approximate="tanh"), nn.Linear(DIT_MLP_RATIO * dim, dim)
+        )
+        self.adaLN_modulation = nn.Sequential(nn.SiLU(), nn.Linear(dim, 6 * dim))
+
+    # Functional layer_norm with a literal eps, as PyTorch's: a module's eps would become a
+    # symbolic float input under dynamic=True and defeat the nested-region reuse.
+    def forward(self, image: torch.Tensor, text: torch.Tensor, condition: torch.Tensor) -> torch.Tensor:
+        shift_attn, scale_attn, gate_attn, shift_mlp, scale_mlp, gate_mlp = (
+            self.adaLN_modulation(condition).unsqueeze(1).chunk(6, dim=-1)
+        )
+        norm = torch.nn.functional.layer_norm
+        attention = torch.nn.functional.scaled_dot_product_attention
+        hidden = norm(image, (DIT_DIM,)) * (1 + scale_attn) + shift_attn
+        query, key, value = self.qkv(hidden).chunk(3, dim=-1)
+        attended = attention(_heads(query), _heads(key), _heads(value))
+        image = image + gate_attn * self.self_out(_merge_heads(attended))
+        query = self.cross_q(norm(image, (DIT_DIM,)))
+        key, value = self.cross_kv(text).chunk(2, dim=-1)
+        attended = attention(_heads(query), _heads(key), _heads(value))
+        image = image + self.cross_out(_merge_heads(attended))
+        hidden = norm(image, (DIT_DIM,)) * (1 + scale_mlp) + shift_mlp
+        return image + gate_mlp * self.mlp(hidden)
+
+
+class HierarchicalDiTBlock(DiTBlock):
+    """One compile region shared by every block (torch.compiler.nested_compile_region)."""
+
+    forward = torch.compiler.nested_compile_region(DiTBlock.forward)
+
+
+class DiT(nn.Module):
+    def __init__(self, block_class: type[DiTBlock], num_blocks: int) -> None:
+        super().__init__()
+        dim = DIT_DIM
+        self.t_mlp = nn.Sequential(nn.Linear(dim, dim), nn.SiLU(), nn.Linear(dim, dim))
+        self.blocks = nn.ModuleList(block_class() for _ in range(num_blocks))
+        self.norm_out = nn.LayerNorm(dim)
+        self.proj_out = nn.Linear(dim, dim)
+
+    def forward_blocks(
+        self, blocks: Any, image: torch.Tensor, text: torch.Tensor, timestep: torch.Tensor
+    ) -> torch.Tensor:
+        condition = self.t_mlp(timestep)
+        for block in blocks:
+            image = block(image, text, condition)
+        return self.proj_out(self.norm_out(image))
+
+    def forward(self, image: torch.Tensor, text: torch.Tensor, timestep: torch.Tensor) -> torch.Tensor:
+        return self.forward_blocks(self.blocks, image, text, timestep)
