@@ -17,6 +17,14 @@ gate fails on real changes only.
 `--output FILE.csv` writes the median of the repeats (a measured value: the
 lower middle one for an even count) as name,metric,value rows, from which `python -m harness check FILE.csv --expected ... --update`
 records expected values.
+
+`--write-expected FILE` regenerates the expected file in one command: a row
+per case measured in every repeat, its median and margin max(1.5%, 3x
+spread), under a header saying on what it was recorded. The lead reruns it
+after a change that moves every count (how workers start, a torch upgrade):
+
+    python benchmarks/compile_time/noise.py --repeats 3 --counter callgrind \
+        --write-expected benchmarks/compile_time/expected_results.csv
 """
 
 from __future__ import annotations
@@ -24,6 +32,9 @@ from __future__ import annotations
 import argparse
 import csv
 import math
+import os
+import resource
+import shlex
 import signal
 import statistics
 import sys
@@ -35,13 +46,12 @@ from rich.console import Console
 from rich.table import Table
 
 from harness.define.discovery import load_suite
-from harness.define.selection import matches
+from harness.define.selection import is_extended, matches
 from harness.files.atomic import atomic_open
 from harness.measure.counters.choice import get_counter
 from harness.model.result import TaskResult
 from harness.present.check import read_expected
 from harness.records.metrics import METRIC_COLUMNS, format_number
-from harness.suites.compile_time.runner import INSTRUCTIONS
 from harness.workers.pool import WorkerPool
 
 HERE = Path(__file__).resolve().parent
@@ -69,12 +79,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--expected", default=str(HERE / "expected_results.csv"))
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds per task")
     parser.add_argument("--output", help="write the median of the repeats as name,metric,value CSV")
+    parser.add_argument("--all", action="store_true", dest="everything", help="also the extended cases (bench --all)")
+    parser.add_argument(
+        "--write-expected", metavar="FILE",
+        help="write FILE as the expected file: median and suggested margin per case (needs --repeats >= 2)",
+    )
     args = parser.parse_args(argv)
+    if args.write_expected and args.repeats < 2:
+        parser.error("--write-expected needs --repeats 2 or more: a margin comes from the measured spread")
 
     tasks = [
         t
         for t in load_suite("compile_time", HERE / "suite.py").tasks()
-        if t.mode == "instructions" and matches(t, args.pattern)
+        if t.mode == "instructions" and matches(t, args.pattern) and (args.everything or not is_extended(t))
     ]
     if not tasks:
         print(f"noise.py: no instruction-count tasks match -k {args.pattern!r}", file=sys.stderr)
@@ -85,7 +102,9 @@ def main(argv: list[str] | None = None) -> int:
     console = Console(width=None if sys.stdout.isatty() else 160)
     console.print(f"{len(tasks)} cases x {args.repeats} repeats, counter {counter.name}, --jobs {args.jobs}")
     runs: dict[str, list[TaskResult]] = {t.name: [] for t in tasks}
-    durations = []
+    durations: list[float] = []
+    cpu_seconds: list[float] = []
+    interrupted = False
     for repeat in range(args.repeats):
         start = time.perf_counter()
         env = {**counter.worker_env(), PROBE_ENV: "x" * (PROBE_STEP * repeat)}
@@ -105,9 +124,23 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 console.print(f"FAILED {result.task.name}: {result.error}", markup=False)
 
-        pool.run(tasks, 0.0, on_result=report)
+        cpu_before = _children_cpu()
+        try:
+            pool.run(tasks, 0.0, on_result=report)
+        except KeyboardInterrupt:
+            # Keep what was measured: the summary and --output below use every finished result.
+            console.print(f"interrupted in repeat {repeat + 1}; summarising the results so far", highlight=False)
+            interrupted = True
         durations.append(time.perf_counter() - start)
-        console.print(f"repeat {repeat + 1}: {durations[-1]:.0f} s", highlight=False)
+        cpu_seconds.append(_children_cpu() - cpu_before)
+        # CPU seconds do not depend on how busy the machine is; wall seconds do.
+        console.print(
+            f"repeat {repeat + 1}: {durations[-1]:.0f} s wall, {cpu_seconds[-1]:.0f} s CPU in the workers, "
+            f"load average {os.getloadavg()[0]:.1f}",
+            highlight=False,
+        )
+        if interrupted:
+            break
 
     try:
         margins = {key: row.margin for key, row in read_expected(args.expected).rows.items()}
@@ -120,16 +153,23 @@ def main(argv: list[str] | None = None) -> int:
     for col in ("case", "median", "spread", "suggested margin", "current margin"):
         table.add_column(col, justify="left" if col == "case" else "right")
     medians = []
+    expected_rows = []
     for name, results in runs.items():
         ok = [r for r in results if r.ok]
         case = ok[0].extra["case"] if ok else name
-        if len(ok) < 2:
-            table.add_row(case, "", f"{len(ok)} of {len(results)} runs ok", "", "")
+        if not ok:
+            table.add_row(case, "", f"0 of {len(results)} runs ok", "", "")
             continue
         values = [r.extra["actual"] for r in ok]
-        medians.append((case, INSTRUCTIONS, statistics.median_low(values)))
+        # compile_time_instruction_count or instruction_count, by the case's region
+        metric = next(m for m in ok[0].extra["metrics"] if not m.endswith("_cold"))
+        medians.append((case, metric, statistics.median_low(values)))
+        if len(ok) < 2:
+            table.add_row(case, f"{values[0]:,.0f}", f"{len(ok)} of {args.repeats} runs", "", "")
+            continue
         s = spread(values)
-        current = margins.get((case, INSTRUCTIONS))
+        expected_rows.append((case, metric, statistics.median_low(values), suggested_margin(s), s))
+        current = margins.get((case, metric))
         table.add_row(
             case,
             f"{statistics.median_low(values):,.0f}",
@@ -142,7 +182,63 @@ def main(argv: list[str] | None = None) -> int:
     if args.output:
         write_csv(args.output, medians)
         console.print(f"medians written to {args.output}")
+    if interrupted:
+        if args.write_expected:
+            console.print(f"{args.write_expected} not written: the run was interrupted", highlight=False)
+        return 130
+    if args.write_expected:
+        failed = len(runs) - len(expected_rows)
+        command = shlex.join(["python", "benchmarks/compile_time/noise.py", *(argv if argv is not None else sys.argv[1:])])
+        write_expected(args.write_expected, expected_rows, counter.name, args.repeats, command)
+        console.print(
+            f"{args.write_expected}: {len(expected_rows)} rows written"
+            + (f"; {failed} case(s) failed in some repeat and were left out" if failed else ""),
+            highlight=False,
+        )
+        return 1 if failed else 0
     return 0
+
+
+def _children_cpu() -> float:
+    """CPU seconds of the workers this process has reaped (user + system)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def write_expected(
+    path: str, rows: list[tuple[str, str, float, float, float]], counter: str, repeats: int, command: str
+) -> None:
+    """The expected file, whole: what it was recorded on, then a row per case."""
+    import platform
+
+    import torch
+
+    spreads = [row[4] for row in rows]
+    cpu = next(
+        (line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+         if line.startswith("model name")),
+        platform.processor(),
+    ) if Path("/proc/cpuinfo").exists() else platform.processor()
+    header = [
+        "# Expected instruction counts of the compile-time suite's default (gated) cases, gated by",
+        "#   python -m harness check RESULTS --expected benchmarks/compile_time/expected_results.csv",
+        f"# Written by: {command}",
+        f"# Recorded on: {cpu} ({os.cpu_count()} CPUs), Linux {platform.release()}, Python {platform.python_version()},",
+        f"#   torch {torch.__version__}, counter {counter}, {time.strftime('%Y-%m-%d', time.gmtime())}.",
+        (
+            f"# Values: the median of {repeats} runs, each case in a fresh worker; spreads measured "
+            f"{min(spreads):.2%}-{max(spreads):.2%};"
+            if repeats > 1 and spreads
+            else "# Values: ONE run per case, each in a fresh worker: spreads not measured, margins at the floor;"
+        ),
+        f"#   noise_margin = max({MIN_MARGIN:.1%}, {SAFETY:g}x the case's spread). Other machines, torch versions or",
+        "#   counters give other counts: record your own with the command above.",
+    ]
+    with atomic_open(path, "w") as f:
+        f.write("\n".join(header) + "\n")
+        writer = csv.writer(f, lineterminator="\n")
+        writer.writerow(["name", "metric", "expected", "noise_margin"])
+        writer.writerows((name, metric, format_number(value), f"{margin:g}") for name, metric, value, margin, _ in rows)
 
 
 def write_csv(path: str, rows: list[tuple[str, str, float]]) -> None:

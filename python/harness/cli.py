@@ -46,6 +46,11 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--path", help="directory holding the suites (default: ./benchmarks)")
     bench.add_argument("--only", action="append", metavar="NAME", help="only the benchmark named NAME (repeatable)")
     bench.add_argument(
+        "--all", action="store_true", dest="everything",
+        help="also run the extended benchmarks a suite leaves out by default (compile_time: the cases too slow "
+        "for the gate's budget; `list` marks them)",
+    )
+    bench.add_argument(
         "--output", "-o",
         help="write the run record to FILE: .json (one run, replaced; an interrupted run goes beside it), "
         ".jsonl or .csv (runs appended); "
@@ -173,10 +178,17 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("--output", "-o", default="report.html", help="HTML file to write (default report.html)")
 
     check = sub.add_parser(
-        "check", help="gate a run's metrics against expected values (exit 1 on a regression or a missing case)"
+        "check", help="gate a run's metrics against expected values (exit 1 on a regression or a missing case); "
+        "or show them next to published reference values (never gates)"
     )
     check.add_argument("results", metavar="RESULTS", help="a metric CSV (bench --output X.csv) or a run record (.json)")
-    check.add_argument("--expected", required=True, metavar="FILE", help="CSV of name,metric,expected,noise_margin")
+    check.add_argument("--expected", metavar="FILE", help="CSV of name,metric,expected,noise_margin: the gate")
+    check.add_argument(
+        "--reference", metavar="FILE",
+        help="CSV of reference values with their counter, torch and source columns (e.g. "
+        "benchmarks/compile_time/reference_pytorch.csv): prints ours, theirs and the ratio, marks what differs "
+        "besides the work; never changes the exit status",
+    )
     check.add_argument(
         "--update", action="store_true",
         help="rewrite FILE: rows that moved by more than a third of their margin take the new value, new rows are added",
@@ -196,18 +208,23 @@ def _suites_and_tasks(args: argparse.Namespace) -> tuple[list, list]:
     from harness.define.selection import select
 
     suites = select_suites(default_root(args.path), list(args.suites))
-    tasks = select([t for s in suites for t in s.tasks()], args.pattern, getattr(args, "only", None))
+    tasks = select(
+        [t for s in suites for t in s.tasks()], args.pattern, getattr(args, "only", None),
+        everything=getattr(args, "everything", True),
+    )
     return suites, tasks
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    from harness.define.selection import is_extended
+
     console = Console()
     current = None
     for t in _suites_and_tasks(args)[1]:
         if t.suite != current:
             console.print(f"[bold]{t.suite}[/bold]")
             current = t.suite
-        console.print(f"  {t.name}", highlight=False, markup=False)
+        console.print(f"  {t.name}" + ("  (--all)" if is_extended(t) else ""), highlight=False, markup=False)
     return 0
 
 
@@ -270,17 +287,31 @@ def cmd_check(args: argparse.Namespace) -> int:
     from harness.present import check
     from harness.present.check_table import print_verdicts
 
-    expected = check.read_expected(args.expected, missing_ok=args.update)
+    if not args.expected and not args.reference:
+        raise UsageError(
+            "check needs --expected FILE (gate against expected values) or --reference FILE "
+            "(show published values side by side), or both"
+        )
+    if args.update and not args.expected:
+        raise UsageError("--update rewrites the --expected file: name it with --expected FILE")
     actual = check.read_results(args.results)
+    from harness.present.table import output_console
+
+    console = output_console()
+    if args.reference:
+        from harness.present import reference
+
+        rows = reference.compare(reference.read_reference(args.reference), actual, reference.provenance_of(args.results))
+        console.print(reference.reference_table(rows, f"{args.results} next to {args.reference} (not a gate)"))
+        if not args.expected:
+            return 0
+    expected = check.read_expected(args.expected, missing_ok=args.update)
     if not check.gated_metrics(expected, args.metric):
         raise UsageError(
             f"{args.expected} has no rows, so nothing is gated; name the metric to gate, e.g. "
             f"--metric compile_time_instruction_count"
         )
     verdicts = check.check(expected, actual, args.metric)
-    from harness.present.table import output_console
-
-    console = output_console()
     print_verdicts(verdicts, console)
     refresh = check.refresh_command(args.results, args.expected, args.metric)
     counts = {v: sum(1 for x in verdicts if x.verdict == v) for v in (check.REGRESSION, check.MISSING, check.IMPROVED, check.NEW)}

@@ -159,14 +159,28 @@ def only(tasks: list[Task], names: Sequence[str]) -> list[Task]:
     return [t for t in tasks if t.name in names or t.full_name in names]
 
 
-def select(tasks: Sequence[Task], pattern: str | None = None, names: Sequence[str] | None = None) -> list[Task]:
-    """``-k PATTERN``, then ``--only NAME...``; no task left is an error."""
+def is_extended(task: Task) -> bool:
+    """Whether a task runs only when asked for (``--all``, or by name with ``--only``)."""
+    return bool(task.params.get("extended"))
+
+
+def select(
+    tasks: Sequence[Task], pattern: str | None = None, names: Sequence[str] | None = None, everything: bool = True
+) -> list[Task]:
+    """``-k PATTERN``, then ``--only NAME...``; no task left is an error.
+
+    ``everything=False`` leaves out extended tasks (a suite's slow rest)
+    unless ``--only`` names them.
+    """
     if pattern and pattern.strip():
         parse_keyword_expression(pattern)  # a malformed expression is reported even with no tasks
     chosen = [t for t in tasks if matches(t, pattern)]
     if names:
         chosen = only(chosen, names)
+    elif not everything:
+        chosen = [t for t in chosen if not is_extended(t)]
     if not chosen:
         what = f"-k {pattern!r}" if pattern else "the selected suites"
-        raise UsageError(f"no benchmarks match {what}; see `python -m harness list`")
+        hint = "" if everything else " (without --all)"
+        raise UsageError(f"no benchmarks match {what}{hint}; see `python -m harness list`")
     return chosen

@@ -16,22 +16,63 @@ from harness.errors import UsageError
 from harness.run.dispatch import run_task
 from harness.suites.compile_time import CompileTimeBenchmark, collect
 from harness.suites.compile_time.benchmark import load_case
-from harness.suites.compile_time.cases import AotDispatcher, InlineModule, standard_cases
+from harness.suites.compile_time.cases import AddLoop, AotDispatcher, InlineModule, standard_cases
 from harness.suites.compile_time.modules import PairTensor
 
 STANDARD_CPU_NAMES = [
+    # PyTorch's pr_time_benchmarks names (same work: tests/suites/compile_time/test_pytorch_work.py)
+    "add_loop_eager",
+    "add_loop_eager_dynamic",
+    "add_loop_inductor",
     "aotdispatcher_inference_nosubclass_cpu",
     "aotdispatcher_inference_subclass_cpu",
     "aotdispatcher_training_nosubclass_cpu",
     "aotdispatcher_training_subclass_cpu",
+    "aotdispatcher_partitioner_cpu",
+    "aotdispatcher_partitioner_cpu2",
+    "basic_modules_ListOfLinears_eager",
+    "basic_modules_ListOfLinears_inductor",
+    "basic_NestedModule_eager",
+    "deep_nested_module_cpu",
     "basic_InlineMod_eager",
-    "add_loop_eager",
-    "add_loop_inductor",
+    "float_args",
+    "diffusion_dit_full_inductor",
+    "diffusion_dit_regional_inductor",
+    "diffusion_dit_hierarchical_inductor",
+    "diffusion_dit_hierarchical_dynamic",
     "mm_loop_inductor",
+    "mm_loop_inductor_dynamic",
+    "symint_sum",
+    "symint_sum_loop",
+    "update_hint_regression",
+    "sum_floordiv_regression",
+    "unbind_split_flip_cat_iter40_batch128",
+    "nn_module_guard_eval",
+    "nn_module_guard_eval_dynamic",
+    "disable_overhead",
+    # PyTorch runs these on CUDA; the `_cpu` twins do the same work on the CPU.
+    "autograd_function_apply_13_in_2_out_no_save_cpu",
+    "runtime_overhead_inductor_cpu",
+    "runtime_overhead_inductor_inference_mode_cpu",
+    "runtime_overhead_inductor_requires_grad_cpu",
+    "runtime_overhead_inductor_requires_grad_backward_cpu",
+    "runtime_overhead_inductor_dynamic_cpu",
+    "runtime_overhead_inductor_inference_mode_dynamic_cpu",
+    "runtime_overhead_inductor_requires_grad_dynamic_cpu",
+    "runtime_overhead_inductor_requires_grad_backward_dynamic_cpu",
+    "dtensor_dispatch_detach_cpu",
+    "dtensor_dispatch_to_from_local_cpu",
+    "dtensor_dispatch_collectives_cpu",
+    "dtensor_dispatch_add_backward_cpu",
+    "dtensor_dispatch_inplace_cpu",
+    "dtensor_dispatch_view_cpu",
+    "dtensor_dispatch_random_cpu",
+    "dtensor_dispatch_custom_handler_cpu",
+    # harness's own: a reduced variant and two cases PyTorch has no counterpart for
+    "add_loop_inductor_len100",
+    "unbind_split_flip_cat_iter4_batch16",
     "basic_modules_ModuleStack_training_aot_eager",
-    "float_args_eager",
     "symbolic_sum_floordiv_eager_dynamic",
-    "runtime_overhead_inference_inductor",
 ]
 
 
@@ -40,7 +81,7 @@ def test_standard_case_names_are_stable():
     cpu = [c.name() for c in standard_cases() if c.device == "cpu"]
     assert cpu == STANDARD_CPU_NAMES
     cuda = [c.name() for c in standard_cases() if c.device == "cuda"]
-    assert "aotdispatcher_training_subclass_cuda" in cuda and "basic_InlineMod_eager_cuda" in cuda
+    assert "add_loop_inductor_gpu" in cuda and "runtime_overhead_inductor" in cuda and "mm_loop_inductor_gpu" in cuda
     assert len(set(cpu + cuda)) == len(cpu + cuda)
     assert all(c.description() for c in standard_cases())
 
@@ -58,7 +99,7 @@ def test_expand_gives_an_instruction_task_and_a_wall_task():
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks what happens without a GPU")
 def test_cuda_variants_expand_to_nothing_without_a_gpu():
-    case = AotDispatcher(device="cuda")
+    case = AddLoop(backend="inductor", device="cuda")
     assert case.available() == (False, "no CUDA device")
     assert case.expand("compile_time") == []
 
@@ -241,3 +282,27 @@ def test_interrupted_run_puts_its_outputs_beside_complete_ones(tmp_path):
     assert {p.name: p.read_bytes() for p in (out, out.with_suffix(".json"))} == before
     assert [p.name for p in written] == ["ct.interrupted-cut.csv", "ct.interrupted-cut.json"]
     assert load_runs(written[1])[0].interrupted["finished"] == 1
+
+
+def test_default_run_leaves_out_extended_cases_and_all_adds_them(cli):
+    from harness.define.selection import select
+
+    tasks = [t for case in standard_cases() for t in case.expand("compile_time")]
+    extended = {t.name for t in tasks if t.params.get("extended")}
+    # The cases too slow for the gate's budget under callgrind (benchmarks/compile_time/README.md).
+    assert {name.split("[")[0] for name in extended} == {
+        "add_loop_inductor", "basic_modules_ListOfLinears_inductor", "mm_loop_inductor", "mm_loop_inductor_dynamic",
+        "unbind_split_flip_cat_iter40_batch128", "diffusion_dit_full_inductor", "diffusion_dit_regional_inductor",
+        "diffusion_dit_hierarchical_inductor", "diffusion_dit_hierarchical_dynamic",
+    }
+    default = select(tasks, everything=False)
+    assert not {t.name for t in default} & extended and len(default) == len(tasks) - len(extended)
+    assert select(tasks, everything=True) == tasks
+    # Named with --only, an extended case runs without --all.
+    assert [t.name for t in select(tasks, names=["add_loop_inductor[instructions]"], everything=False)] == [
+        "add_loop_inductor[instructions]"
+    ]
+    r = cli("list", "compile_time")
+    assert r.returncode == 0, r.stderr
+    marked = {line.split()[0] for line in r.stdout.splitlines() if line.endswith("(--all)")}
+    assert marked == extended

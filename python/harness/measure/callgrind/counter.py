@@ -138,6 +138,30 @@ class CallgrindCounter(InstructionCounter):
             C.stop_instrumentation()
         return sum(total_from_text(text) for text in self._take(os.getpid()))
 
+    def count_marked(self, fn: Callable[[], object]) -> int:
+        """Instructions ``fn()`` spends between the markers it calls itself
+        (``marker_begin``, ``marker_end``; unbalanced or nested calls are
+        harmless): for a region that starts and ends deep inside ``fn``."""
+        C, _ = self._in_worker()
+        try:
+            with CollectorOff():
+                C.start_instrumentation()
+                C.zero_stats()
+                fn()
+                C.region_end()
+                C.dump_stats("harness count")
+        finally:
+            C.stop_instrumentation()
+        return sum(total_from_text(text) for text in self._take(os.getpid()))
+
+    @staticmethod
+    def marker_begin() -> None:
+        native().callgrind.region_begin()
+
+    @staticmethod
+    def marker_end() -> None:
+        native().callgrind.region_end()
+
     def measure(
         self, sampler: Sampler, number: int, repeats: int, *, clocked: bool, detail: bool = False, keep_text: bool = False
     ) -> list[Profile]:

@@ -7,6 +7,7 @@ class (by module, else by the file that defines it) and those fields.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 from typing import Any
@@ -17,6 +18,12 @@ from harness.model.task import Task
 
 KIND = "compile_time"
 MODES = ("inference", "training")
+# What a count covers. "compile": only the instructions torch.compile spends in
+# dynamo's convert_frame compile_inner (tracing, AOT autograd, the backend's
+# compile), what PyTorch's pr_time_benchmarks report as
+# compile_time_instruction_count; running the compiled code is left out.
+# "work": everything work() does, PyTorch's instruction_count (runtime cases).
+REGIONS = ("compile", "work")
 DEVICES = ("cpu", "cuda")
 DEFAULT_ITERATIONS = 5
 # Under callgrind one iteration costs ~50x its native time while consecutive
@@ -50,6 +57,10 @@ class CompileTimeBenchmark:
     callgrind_iterations: int = DEFAULT_CALLGRIND_ITERATIONS
     calls: int = 1
     timeout: float | None = None  # seconds per task; None: the pool's (wall), INSTRUCTIONS_TIMEOUT (counted)
+    region: str = "compile"
+    # Left out of the default run (too slow under callgrind for the gate's
+    # budget); `bench --all` runs it.
+    extended: bool = False
 
     def __post_init__(self) -> None:
         where = f"{type(self).__name__}"
@@ -57,6 +68,8 @@ class CompileTimeBenchmark:
             raise UsageError(f"{where}: mode must be one of {', '.join(MODES)}, got {self.mode!r}")
         if self.device not in DEVICES:
             raise UsageError(f"{where}: device must be one of {', '.join(DEVICES)}, got {self.device!r}")
+        if self.region not in REGIONS:
+            raise UsageError(f"{where}: region must be one of {', '.join(REGIONS)}, got {self.region!r}")
         for field in ("iterations", "callgrind_iterations"):
             value = getattr(self, field)
             if not isinstance(value, int) or isinstance(value, bool) or value < 2:
@@ -123,12 +136,31 @@ class CompileTimeBenchmark:
         # "fixed_mode": each task is one half of a pair with settings of its own per
         # mode; `bench --mode` picks from the pair instead of converting one into the other.
         params: dict[str, Any] = {**spec, "description": self.description(), "fresh_worker": True, "fixed_mode": True}
+        if self.extended:
+            params["extended"] = True
         counted = {**params, "timeout": self.timeout or INSTRUCTIONS_TIMEOUT}
         timed = {**params, "timeout": self.timeout} if self.timeout else params
         return [
             Task(suite=suite, name=f"{case}[instructions]", kind=KIND, params=counted, mode="instructions"),
             Task(suite=suite, name=f"{case}[wall]", kind=KIND, params=timed, mode="wall"),
         ]
+
+
+def fresh_inductor_cache() -> contextlib.AbstractContextManager[Any]:
+    """A temporary, empty inductor (and FX graph) cache, so every iteration compiles from scratch."""
+    from torch._inductor import utils
+
+    # Renamed from fresh_inductor_cache to fresh_cache in torch 2.7.
+    factory = getattr(utils, "fresh_cache", None) or utils.fresh_inductor_cache
+    return factory()
+
+
+def synchronize(device: str) -> None:
+    """Wait for the device, so a CUDA case's measured work includes its kernels."""
+    if device == "cuda":
+        import torch
+
+        torch.cuda.synchronize()
 
 
 def load_case(spec: dict[str, Any]) -> CompileTimeBenchmark:

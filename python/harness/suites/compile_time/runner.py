@@ -12,9 +12,13 @@ from harness.model.result import TaskResult
 from harness.model.task import Task
 from harness.suites.compile_time.benchmark import load_case
 from harness.suites.compile_time.collect import collect, wall_seconds
-
-INSTRUCTIONS = "compile_time_instruction_count"
-SECONDS = "compile_time_s"
+from harness.suites.compile_time.region import (
+    compile_counter,
+    instructions_metric,
+    pytorch_settings,
+    seconds_metric,
+    work_counter,
+)
 
 
 @contextlib.contextmanager
@@ -52,25 +56,28 @@ def run_compile_time_task(task: Task, min_run_time: float) -> TaskResult:
         # Under callgrind the cold iteration is a timed warm-up: counting it costs
         # about five warm iterations, and its count depends on what the worker
         # process ran before (imports, caches), so it could not be gated anyway.
-        with valgrind_compatible_kernels() if callgrind else contextlib.nullcontext():
-            result = collect(
-                case, lambda fn: float(counter.count(fn)), iterations, cold_measure=wall_seconds if callgrind else None
-            )
+        measure = (compile_counter if case.region == "compile" else work_counter)(counter, case.name())
+        metric = instructions_metric(case.region)
+        with valgrind_compatible_kernels() if callgrind else contextlib.nullcontext(), pytorch_settings():
+            result = collect(case, measure, iterations, cold_measure=wall_seconds if callgrind else None)
         unit = "instructions"
         extra["counter"] = counter.name
-        extra["metrics"] = {INSTRUCTIONS: result.min}
+        extra["region"] = case.region
+        extra["metrics"] = {metric: result.min}
         if callgrind:
             extra["cold_unit"] = "s"
         else:
-            extra["metrics"][f"{INSTRUCTIONS}_cold"] = result.cold
+            extra["metrics"][f"{metric}_cold"] = result.cold
     else:
         iterations = case.iterations
-        result = collect(case, wall_seconds, iterations)
+        with pytorch_settings():
+            result = collect(case, wall_seconds, iterations)
         unit = "s"
+        metric = seconds_metric(case.region)
         extra["metrics"] = {
-            SECONDS: result.min,
-            f"{SECONDS}_median": result.median,
-            f"{SECONDS}_cold": result.cold,
+            metric: result.min,
+            f"{metric}_median": result.median,
+            f"{metric}_cold": result.cold,
         }
     extra.update(actual=result.min, cold=result.cold, iterations=iterations, calls=case.calls)
     return TaskResult(task=task, status="ok", unit=unit, samples=list(result.warm), extra=extra)
