@@ -114,7 +114,7 @@ def collect(argv: list[str] | None = None) -> dict[str, Any]:
     }
 
 
-def fingerprint() -> dict[str, Any]:
+def side_fingerprint() -> dict[str, Any]:
     """What one side of an A/B run is: this interpreter, its torch build, this harness."""
     import torch
 
@@ -139,14 +139,14 @@ _PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
 
 
 def interpreter_fingerprint(python: str, label: str) -> dict[str, Any]:
-    """``fingerprint()`` of another interpreter, run with this harness on its path.
+    """``side_fingerprint()`` of another interpreter, run with this harness on its path.
 
     Fails with what to do when that interpreter cannot import harness or torch:
     the workers of its side could not either.
     """
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [_PACKAGE_PARENT, env.get("PYTHONPATH")]))
-    code = "import json; from harness.records.environment import fingerprint; print(json.dumps(fingerprint()))"
+    code = "import json; from harness.records.environment import side_fingerprint; print(json.dumps(side_fingerprint()))"
     try:
         proc = subprocess.run([python, "-c", code], capture_output=True, text=True, env=env, timeout=300, check=False)
     except (OSError, subprocess.SubprocessError) as exc:
