@@ -176,6 +176,11 @@ class KeptWorker:
                     return cls(directory, lock_fd, *connected, None, diagnostics)
                 if attempt:
                     break
+                if os.path.lexists(path):
+                    # A server that exits removes its socket: one left behind, or something else
+                    # under its name, is what a killed worker or a damaged directory leaves.
+                    print(f"harness: the kept worker in {directory} left a dead socket; starting a new one",
+                          file=sys.stderr)
                 popen = _start_server(prefix, env, directory, idle_timeout)
                 connected = _wait_for_server(path, popen, start_timeout)
                 if isinstance(connected, str):

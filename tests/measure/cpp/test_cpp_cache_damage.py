@@ -65,7 +65,7 @@ def test_damaged_module_and_pch_are_rebuilt_and_concurrent_builds_share_one(tmp_
     stmt = f"auto y = x + 1; // {uuid.uuid4()}"
     _done(_run(cache, stmt, wait=True))  # builds the module, then the PCH in the background
     (so,) = cache.glob("cpp/*/modules/*/hstmt_*.so")
-    (gch,) = cache.glob("cpp/*/pch/*.gch")
+    (gch,) = cache.glob("cpp/*/pch/lean/*.gch")
     _truncate(so)
     _truncate(gch)
 

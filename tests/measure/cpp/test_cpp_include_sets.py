@@ -91,7 +91,8 @@ def test_a_missing_declaration_is_retried_with_the_full_set_and_remembered(chose
     later = [e for e in read_log()[logged:] if e["pid"] == os.getpid()]
     assert again.compiled[statement.key].include_set == "full"
     assert not [e for e in later if e["event"] == "failed_builds"]
-    assert [e["include_set"] for e in later if e["event"] == "builds"] == ["full"]
+    # Its module is still on disk: loaded (logged as shared_builds), not compiled again, and from the full set.
+    assert [e["include_set"] for e in later if e["event"] in ("builds", "shared_builds")] == ["full"]
 
 
 def test_a_genuine_error_is_reported_once_against_the_users_line(chosen):
@@ -131,7 +132,8 @@ def test_the_lean_and_full_pch_coexist_and_a_stale_one_is_rebuilt(chosen):
     assert not build([statement]).compiled[statement.key].pch_used
     assert wait_for_pch(timeout=900, include_set="lean")
     events = [e["event"] for e in read_log()[logged:]]
-    assert "pch_rejected" in events and "pch_built" in events
+    # Caught by its size marker (damaged_pch) before g++ sees it, or by g++ (pch_rejected).
+    assert {"pch_rejected", "damaged_pch"} & set(events) and "pch_built" in events
     fresh = CppStatement(f"auto y = x - 2; // {uuid.uuid4()}", "auto x = torch::ones({2});")
     assert build([fresh]).compiled[fresh.key].pch_used
 

@@ -23,7 +23,7 @@ from types import ModuleType
 from typing import Any
 
 from harness.errors import BuildError
-from harness.files.cache import ensure_private_dir
+from harness.files.cache import ensure_private_dir, truncated_library
 from harness.measure.cpp.log import log_event
 from harness.measure.cpp.toolchain import include_dirs, load_extension, toolchain
 
@@ -82,13 +82,19 @@ def runtime() -> ModuleType:
             fcntl.flock(lock, fcntl.LOCK_EX)
             try:
                 if so.exists():
-                    try:
-                        _RUNTIME = _import(name, so)
-                        return _RUNTIME
-                    except ImportError as exc:
-                        log_event("runtime_damaged", error=str(exc)[:500])
-                        shutil.rmtree(build_dir, ignore_errors=True)
-                        build_dir = runtime_dir()
+                    # Checked before loading: a library cut short further on dies of SIGBUS, not ImportError.
+                    why = truncated_library(so)
+                    if why is None:
+                        try:
+                            _RUNTIME = _import(name, so)
+                            return _RUNTIME
+                        except ImportError as exc:
+                            why = f"it does not load: {exc}"
+                    print(f"harness: the cached C++ statement runtime {so} is damaged ({why}); rebuilding it",
+                          file=sys.stderr)
+                    log_event("runtime_damaged", error=why[:500])
+                    shutil.rmtree(build_dir, ignore_errors=True)
+                    build_dir = runtime_dir()
                 _RUNTIME = _compile(name, build_dir)
                 return _RUNTIME
             finally:
