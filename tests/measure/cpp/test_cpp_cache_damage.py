@@ -3,9 +3,10 @@
 Everything runs in real processes on a private cache (``HARNESS_CACHE_DIR``
 in ``tmp_path``), with the real compiler. Cost, from that empty cache: one
 module build without the PCH (~20-35 s CPU), the PCH built in the background
-(~40 s CPU), the damaged module rebuilt (~20-35 s), one more module built by
-two processes at once (~8 s), and the damaged PCH rebuilt (~40 s): about
-2.5 minutes of CPU, 3-6 minutes of wall time on the shared 2-core VM.
+(~40 s CPU), the damaged module and statement runtime rebuilt side by side
+(~20-35 s each), one more module built by two processes at once (~8 s), and
+the damaged PCH rebuilt (~40 s): about 3 minutes of CPU, 3-6 minutes of wall
+time on the shared 2-core VM.
 """
 
 from __future__ import annotations
@@ -66,12 +67,16 @@ def test_damaged_module_and_pch_are_rebuilt_and_concurrent_builds_share_one(tmp_
     _done(_run(cache, stmt, wait=True))  # builds the module, then the PCH in the background
     (so,) = cache.glob("cpp/*/modules/*/hstmt_*.so")
     (gch,) = cache.glob("cpp/*/pch/lean/*.gch")
+    (runtime,) = cache.glob("cpp/*/runtime/hstmt_runtime_*.so")
     _truncate(so)
     _truncate(gch)
+    _truncate(runtime)
 
     err = _done(_run(cache, stmt))
     assert f"harness: cached C++ module {so} is damaged" in err and "rebuilding it" in err
     assert f"harness: the precompiled torch header {gch} is damaged" in err
+    assert err.count(f"harness: the cached C++ statement runtime {runtime} is damaged") == 1
+    assert runtime.exists()  # rebuilt under the same name
     marker = json.loads((so.parent / "complete.json").read_text())
     assert so.stat().st_size == marker["bytes"]  # rebuilt whole, under the same name
 
