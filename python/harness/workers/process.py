@@ -64,7 +64,10 @@ class WorkerProcess:
         read_fd, write_fd = os.pipe()
         full_env = worker_env(env)
         self.proc = subprocess.Popen(
-            [*prefix, python or sys.executable, "-m", WORKER_MODULE, "--result-fd", str(write_fd)],
+            # The fd's number padded to a fixed width: argv (and so the stack the worker's
+            # code runs on) must not depend on which fds were free, or counts would differ
+            # between workers started side by side (--jobs N).
+            [*prefix, python or sys.executable, "-m", WORKER_MODULE, "--result-fd", f"{write_fd:05d}"],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
