@@ -69,3 +69,23 @@ def test_report_draws_stacked_layer_bars(layers_run, tmp_path):
     assert "<svg" in section
     for label in ("interpreter", "Python bindings", "GIL", "dispatcher"):
         assert label in section
+
+
+def test_compare_layers_between_the_sides_of_an_ab_record(layers_run, tmp_path, cli):
+    """One A/B record (`bench --python A=... --python B=...`): `compare RECORD --layers` compares its sides."""
+    _, record_path, _ = layers_run
+    base = load_runs(record_path)[-1]
+    results = _by_name(base)
+    plain, grad = _python_mul(results), results["grad"]
+    side_a = dataclasses.replace(plain, task=dataclasses.replace(plain.task, side="A"))
+    side_b = dataclasses.replace(grad, task=dataclasses.replace(plain.task, side="B"))  # B: w requires grad
+    ab = dataclasses.replace(base, results=[side_a, side_b],
+                             environment={**base.environment, "sides": {"A": {}, "B": {}}})
+    ab_path = tmp_path / "ab.json"
+    save(ab, ab_path)
+    done = cli("compare", str(ab_path), "--layers")
+    assert done.returncode == 0, done.stdout + done.stderr
+    flat = " ".join(done.stdout.split())
+    assert f"{plain.task.full_name}: instructions per run by layer" in flat
+    autograd_row = next(line for line in done.stdout.splitlines() if line.strip("│ ").startswith("autograd"))
+    assert "+" in autograd_row
