@@ -106,8 +106,14 @@ def test_ctrl_c_cancels_keeps_finished_results_and_leaves_no_process(tmp_path):
         if driver.poll() is None:
             driver.kill()
     assert driver.returncode == 130, stderr
-    results = json.loads(out.read_text())["results"]
-    assert 1 <= len(results) < 12 and all(r["status"] == "ok" for r in results), stderr
+    record = json.loads(out.read_text())
+    results = record["results"]
+    names = [r["task"]["name"] for r in results]
+    # Some finished, each once; the rest were cancelled, not run to the end behind our back.
+    assert 1 <= len(names) < 12 and len(set(names)) == len(names), stderr
+    assert set(names) <= {f"sleep{i}" for i in range(12)}
+    assert all(r["status"] == "ok" and r["samples"] and r["extra"]["node"]["host"] for r in results), stderr
+    assert record["environment"]["interrupted"] == {"signal": "SIGINT", "finished": len(results), "total": 12}
     assert f"kept {len(results)} of 12 results" in stderr
     deadline = time.monotonic() + 30
     while processes_with(marker) and time.monotonic() < deadline:

@@ -25,6 +25,7 @@ functions per run in ``extra["symbols"]``), "total" (counts only) or "full"
 from __future__ import annotations
 
 import collections
+import dataclasses
 import hashlib
 import json
 from collections.abc import Mapping
@@ -66,6 +67,25 @@ def _positive_int(params: Mapping[str, Any], key: str, default: int) -> int:
     return value
 
 
+@dataclasses.dataclass(frozen=True)
+class CountParams:
+    """What an instruction-mode task asks of the count, read from its params with their defaults, once."""
+
+    number: int
+    repeats: int
+    threads: int
+    detail: str
+    scope: str
+
+    @classmethod
+    def of(cls, params: Mapping[str, Any]) -> CountParams:
+        detail = params.get("detail") or "symbols"
+        if detail not in DETAILS:
+            raise UsageError(f"detail must be one of {', '.join(DETAILS)}, got {detail!r}")
+        return cls(_positive_int(params, "number", DEFAULT_NUMBER), _positive_int(params, "repeats", 1),
+                   _positive_int(params, "num_threads", 1), detail, params.get("scope") or "function")
+
+
 def _python_block(
     params: Mapping[str, Any], stmt: str, counter: InstructionCounter, with_globals: bool, scope: str = "function"
 ) -> Any:
@@ -98,14 +118,8 @@ def run_timer_instructions(task: Task, min_run_time: float) -> TaskResult:
     p = task.params
     counter = worker_counter()
     language = parse_language(p.get("language", "python"))
-    number = _positive_int(p, "number", DEFAULT_NUMBER)
-    repeats = _positive_int(p, "repeats", 1)
-    threads = _positive_int(p, "num_threads", 1)
-    detail = p.get("detail") or "symbols"
-    if detail not in DETAILS:
-        raise UsageError(f"detail must be one of {', '.join(DETAILS)}, got {detail!r}")
+    number, repeats, threads, detail, scope = dataclasses.astuple(CountParams.of(p))
     python = language is Language.PYTHON
-    scope = p.get("scope") or "function"
     check_scope(scope, python, p.get("batch_setup"))
     want_baseline = bool(p.get("baseline", True)) and python
 
@@ -177,9 +191,10 @@ def baseline_first(task: Task, zygote: Zygote) -> Task | None:
         return None
     if parse_language(p.get("language", "python")) is not Language.PYTHON:
         return None
-    number = _positive_int(p, "number", DEFAULT_NUMBER)
-    threads = _positive_int(p, "num_threads", 1)
-    detail, scope = p.get("detail") or "symbols", p.get("scope") or "function"
+    try:
+        number, _, threads, detail, scope = dataclasses.astuple(CountParams.of(p))
+    except UsageError:
+        return None  # bad params: the statement's own child reports them
     if _baseline_path(zygote, ("callgrind", number, threads, detail, scope)).exists():
         return None
     params = {"stmt": "pass", "number": number, "num_threads": threads, "detail": detail, "scope": scope,
@@ -199,11 +214,7 @@ def count_task(task: Task, sampler: Any, *, clocked: bool, baseline: Any = None)
     """
     p = task.params
     counter = worker_counter()
-    number = _positive_int(p, "number", DEFAULT_NUMBER)
-    repeats = _positive_int(p, "repeats", 1)
-    detail = p.get("detail") or "symbols"
-    if detail not in DETAILS:
-        raise UsageError(f"detail must be one of {', '.join(DETAILS)}, got {detail!r}")
+    number, repeats, _, detail, _ = dataclasses.astuple(CountParams.of(p))
     stmt = counter.measure(sampler, number, repeats, clocked=clocked, detail=detail != "total")
     base = None
     if baseline is not None:

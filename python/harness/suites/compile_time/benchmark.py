@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from harness.define.loading import reference_of, resolve_reference
@@ -62,14 +63,17 @@ class CompileTimeBenchmark:
     # budget); `bench --all` runs it.
     extended: bool = False
 
+    def require_choice(self, field: str, choices: Sequence[str]) -> None:
+        """UsageError unless the field's value is one of ``choices``: the one check of every case's options."""
+        value = getattr(self, field)
+        if value not in choices:
+            raise UsageError(f"{type(self).__name__}: {field} must be one of {', '.join(choices)}, got {value!r}")
+
     def __post_init__(self) -> None:
-        where = f"{type(self).__name__}"
-        if self.mode not in MODES:
-            raise UsageError(f"{where}: mode must be one of {', '.join(MODES)}, got {self.mode!r}")
-        if self.device not in DEVICES:
-            raise UsageError(f"{where}: device must be one of {', '.join(DEVICES)}, got {self.device!r}")
-        if self.region not in REGIONS:
-            raise UsageError(f"{where}: region must be one of {', '.join(REGIONS)}, got {self.region!r}")
+        self.require_choice("mode", MODES)
+        self.require_choice("device", DEVICES)
+        self.require_choice("region", REGIONS)
+        where = type(self).__name__
         for field in ("iterations", "callgrind_iterations"):
             value = getattr(self, field)
             if not isinstance(value, int) or isinstance(value, bool) or value < 2:

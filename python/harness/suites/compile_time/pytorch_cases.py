@@ -319,8 +319,7 @@ class DiffusionDiT(CompileTimeBenchmark):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.strategy not in DIT_STRATEGIES:
-            raise ValueError(f"DiffusionDiT: strategy must be one of {', '.join(DIT_STRATEGIES)}")
+        self.require_choice("strategy", DIT_STRATEGIES)
 
     def name(self) -> str:
         return f"{self.category}_{self.strategy}_{'dynamic' if self.dynamic else self.backend}"

@@ -180,8 +180,7 @@ class DTensorDispatch(CompileTimeBenchmark):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.operator not in DTENSOR_OPERATORS:
-            raise ValueError(f"DTensorDispatch: operator must be one of {', '.join(DTENSOR_OPERATORS)}")
+        self.require_choice("operator", DTENSOR_OPERATORS)
 
     def name(self) -> str:
         # PyTorch's case runs on CUDA; the CPU one is ours and says so.
