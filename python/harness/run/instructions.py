@@ -25,7 +25,6 @@ functions per run in ``extra["symbols"]``), "total" (counts only) or "full"
 from __future__ import annotations
 
 import collections
-import dataclasses
 import hashlib
 import json
 from collections.abc import Mapping
@@ -67,25 +66,6 @@ def _positive_int(params: Mapping[str, Any], key: str, default: int) -> int:
     return value
 
 
-@dataclasses.dataclass(frozen=True)
-class CountParams:
-    """What an instruction-mode task asks of the count, read from its params with their defaults, once."""
-
-    number: int
-    repeats: int
-    threads: int
-    detail: str
-    scope: str
-
-    @classmethod
-    def of(cls, params: Mapping[str, Any]) -> CountParams:
-        detail = params.get("detail") or "symbols"
-        if detail not in DETAILS:
-            raise UsageError(f"detail must be one of {', '.join(DETAILS)}, got {detail!r}")
-        return cls(_positive_int(params, "number", DEFAULT_NUMBER), _positive_int(params, "repeats", 1),
-                   _positive_int(params, "num_threads", 1), detail, params.get("scope") or "function")
-
-
 def _python_block(
     params: Mapping[str, Any], stmt: str, counter: InstructionCounter, with_globals: bool, scope: str = "function"
 ) -> Any:
@@ -118,8 +98,14 @@ def run_timer_instructions(task: Task, min_run_time: float) -> TaskResult:
     p = task.params
     counter = worker_counter()
     language = parse_language(p.get("language", "python"))
-    number, repeats, threads, detail, scope = dataclasses.astuple(CountParams.of(p))
+    number = _positive_int(p, "number", DEFAULT_NUMBER)
+    repeats = _positive_int(p, "repeats", 1)
+    threads = _positive_int(p, "num_threads", 1)
+    detail = p.get("detail") or "symbols"
+    if detail not in DETAILS:
+        raise UsageError(f"detail must be one of {', '.join(DETAILS)}, got {detail!r}")
     python = language is Language.PYTHON
+    scope = p.get("scope") or "function"
     check_scope(scope, python, p.get("batch_setup"))
     want_baseline = bool(p.get("baseline", True)) and python
 
@@ -191,10 +177,9 @@ def baseline_first(task: Task, zygote: Zygote) -> Task | None:
         return None
     if parse_language(p.get("language", "python")) is not Language.PYTHON:
         return None
-    try:
-        number, _, threads, detail, scope = dataclasses.astuple(CountParams.of(p))
-    except UsageError:
-        return None  # bad params: the statement's own child reports them
+    number = _positive_int(p, "number", DEFAULT_NUMBER)
+    threads = _positive_int(p, "num_threads", 1)
+    detail, scope = p.get("detail") or "symbols", p.get("scope") or "function"
     if _baseline_path(zygote, ("callgrind", number, threads, detail, scope)).exists():
         return None
     params = {"stmt": "pass", "number": number, "num_threads": threads, "detail": detail, "scope": scope,
@@ -214,7 +199,11 @@ def count_task(task: Task, sampler: Any, *, clocked: bool, baseline: Any = None)
     """
     p = task.params
     counter = worker_counter()
-    number, repeats, _, detail, _ = dataclasses.astuple(CountParams.of(p))
+    number = _positive_int(p, "number", DEFAULT_NUMBER)
+    repeats = _positive_int(p, "repeats", 1)
+    detail = p.get("detail") or "symbols"
+    if detail not in DETAILS:
+        raise UsageError(f"detail must be one of {', '.join(DETAILS)}, got {detail!r}")
     stmt = counter.measure(sampler, number, repeats, clocked=clocked, detail=detail != "total")
     base = None
     if baseline is not None:
