@@ -36,12 +36,18 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
     lst = sub.add_parser("list", help="list suites and their benchmarks")
-    lst.add_argument("suites", nargs="*", metavar="SUITE")
+    lst.add_argument(
+        "suites", nargs="*", metavar="SUITE",
+        help="suite names (default: every suite not marked Suite(default=False))",
+    )
     lst.add_argument("-k", dest="pattern", help="only benchmarks whose name matches (substring, glob, and/or/not)")
     lst.add_argument("--path", help="directory holding the suites (default: ./benchmarks)")
 
     bench = sub.add_parser("bench", help="run suites and print their measurements")
-    bench.add_argument("suites", nargs="*", metavar="SUITE", help="suite names (default: all)")
+    bench.add_argument(
+        "suites", nargs="*", metavar="SUITE",
+        help="suite names (default: every suite not marked Suite(default=False))",
+    )
     bench.add_argument("-k", dest="pattern", help="only benchmarks whose name matches (substring, glob, and/or/not)")
     bench.add_argument("--path", help="directory holding the suites (default: ./benchmarks)")
     bench.add_argument("--only", action="append", metavar="NAME", help="only the benchmark named NAME (repeatable)")
@@ -51,21 +57,21 @@ def _parser() -> argparse.ArgumentParser:
         "for the gate's budget; `list` marks them)",
     )
     bench.add_argument(
-        "--output", "-o",
+        "--output", "-o", metavar="FILE",
         help="write the run record to FILE: .json (one run, replaced; an interrupted run goes beside it), "
         ".jsonl or .csv (runs appended); "
         "gpt_fast alone with .csv: its own CSV + .jsonl + .run.json",
     )
     bench.add_argument(
-        "--min-run-time", type=float, default=DEFAULT_MIN_RUN_TIME,
+        "--min-run-time", type=float, default=DEFAULT_MIN_RUN_TIME, metavar="SECONDS",
         help=f"seconds per benchmark (default {DEFAULT_MIN_RUN_TIME:g})",
     )
     bench.add_argument(
-        "--jobs", "-j", type=int, default=1,
+        "--jobs", "-j", type=int, default=1, metavar="N",
         help="worker processes (default 1; more than one distorts wall-time measurements)",
     )
     bench.add_argument(
-        "--timeout", type=float, default=DEFAULT_TIMEOUT,
+        "--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
         help=f"seconds before a hung task is killed (default {DEFAULT_TIMEOUT:g})",
     )
     bench.add_argument(
@@ -165,7 +171,7 @@ def _parser() -> argparse.ArgumentParser:
         "--symbols", action="store_true",
         help="show per-function instruction deltas for benchmarks with callgrind symbol counts",
     )
-    compare.add_argument("--top", type=int, default=10, help="functions shown per benchmark with --symbols")
+    compare.add_argument("--top", type=int, default=10, metavar="N", help="functions shown per benchmark with --symbols")
     compare.add_argument(
         "--layers", action="store_true",
         help="show each benchmark's change per PyTorch layer (both runs made with bench --layers)",
@@ -175,7 +181,7 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument(
         "runs", nargs="+", metavar="RUN", help="run records (.json, .jsonl, .csv); shown in order of start time"
     )
-    report.add_argument("--output", "-o", default="report.html", help="HTML file to write (default report.html)")
+    report.add_argument("--output", "-o", default="report.html", metavar="FILE", help="HTML file to write (default report.html)")
 
     check = sub.add_parser(
         "check", help="gate a run's metrics against expected values (exit 1 on a regression or a missing case); "
@@ -199,7 +205,10 @@ def _parser() -> argparse.ArgumentParser:
     )
 
     cache = sub.add_parser("cache", help="inspect or clear the per-user cache")
-    cache.add_argument("action", choices=["info", "clear"])
+    cache.add_argument(
+        "action", choices=["info", "clear"],
+        help="info: the cache's folder and the size of each kind of artefact in it; clear: empty it (rebuilt as needed)",
+    )
     return p
 
 
