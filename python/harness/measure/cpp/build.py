@@ -53,7 +53,7 @@ from harness.measure.cpp.diagnostics import (
     table_only_blame,
     trusted_failures,
 )
-from harness.measure.cpp.include_set import FULL, HEADERS, LEAN, choose, missing_declaration, remember
+from harness.measure.cpp.include_set import FULL, LEAN, choose, missing_declaration, remember
 from harness.measure.cpp.log import STATS, log_event
 from harness.measure.cpp.pch import (
     PchStarter,
@@ -62,6 +62,7 @@ from harness.measure.cpp.pch import (
     pch_file,
     pch_header,
     pch_intact,
+    plain_header,
     read_ninja,
     start_pch_build,
 )
@@ -281,10 +282,7 @@ def _compile(statements: list[CppStatement], include_set: str) -> tuple[Statemen
             sources.append(str(path))
         cflags = [*tc.extra_cflags, "-Winvalid-pch"]
         use_pch = pch_enabled()
-        if use_pch:
-            cflags[0:0] = ["-include", str(pch_header(include_set))]
-        else:
-            cflags[0:0] = ["-include", HEADERS[include_set]]
+        cflags[0:0] = ["-include", str(pch_header(include_set) if use_pch else plain_header(include_set))]
         had_pch = use_pch and pch_intact(include_set)
         starter = PchStarter(build_dir, include_set) if use_pch and not had_pch else None
         if starter is not None:
