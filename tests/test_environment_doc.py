@@ -37,7 +37,7 @@ def _read_in_code() -> dict[str, str]:
     """Every variable the code reads (name -> first place), found by how it is read."""
     constants = _constants()
     literal = re.compile(r"""(?:environ\.get\(|environ\[|getenv\(|\$)["'{]?([A-Z][A-Z0-9_]{2,})""")
-    through_env = re.compile(r"\benv\(([A-Z_]+_ENV)\)")
+    through_env = re.compile(r"\benv(?:_choice)?\(([A-Z_]+_ENV)[,)]")
     found: dict[str, str] = {}
     files = [*ROOT.glob("python/harness/**/*.py"), *ROOT.glob("benchmarks/**/*.py"), *ROOT.glob("examples/**/*.py"),
              *ROOT.glob("csrc/**/*.cpp"), *ROOT.glob("csrc/**/*.h")]

@@ -6,9 +6,9 @@ HARNESS_GPT_FAST_SIZE=tiny|cpu|gpu overrides the sizes chosen by device
 (tiny: seconds per experiment, for a quick check of the whole pipeline).
 """
 
-import os
-
 import harness
+from harness.options import GPT_FAST_SIZE_ENV, env_choice
+from harness.suites.gpt_fast.context import SIZES
 from harness.suites.gpt_fast.definition import GptFastExperiments
 
 suite = harness.Suite(
@@ -16,4 +16,4 @@ suite = harness.Suite(
     description="gpt-fast kernels and decoding: FLOP utilisation, GB/s, tokens/s against device peaks",
     default=False,
 )
-suite.add(GptFastExperiments(size=os.environ.get("HARNESS_GPT_FAST_SIZE", "auto")))
+suite.add(GptFastExperiments(size=env_choice(GPT_FAST_SIZE_ENV, ("auto", *SIZES))))

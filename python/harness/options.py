@@ -77,6 +77,23 @@ def env(name: str) -> str | None:
     return os.environ.get(name)
 
 
+CPP_PCH_CHOICES = ("1", "0")
+
+
+def env_choice(name: str, choices: Sequence[str]) -> str:
+    """A documented variable that takes one of ``choices``: its value, or its default when unset or empty.
+
+    Anything else is a UsageError naming the variable, the value and the
+    choices, so a typo (``HARNESS_CPP_PCH=off``) is not silently the default.
+    """
+    raw = env(name)
+    if not raw:
+        return ENVIRONMENT[name][0]
+    if raw not in choices:
+        raise UsageError(f"{name}={raw!r}: use one of {', '.join(choices)} (unset: {ENVIRONMENT[name][0]})")
+    return raw
+
+
 # -- checks -----------------------------------------------------------------------
 def require_positive(name: str, value: Any, kind: type = float) -> None:
     """UsageError unless ``value`` is a positive number (of ``kind``): the one check of counts and durations."""
@@ -118,6 +135,9 @@ def keep_worker_seconds(value: str | float | None = None) -> float | None:
             f"{KEEP_WORKER_ENV}={raw!r}: give the idle timeout in seconds, e.g. {KEEP_WORKER_ENV}=600"
         ) from None
     if not 0 <= seconds <= MAX_KEEP_IDLE:
+        if value is None:
+            raise UsageError(f"{KEEP_WORKER_ENV}={raw!r}: the kept-worker idle timeout must be between 0 and "
+                             f"{MAX_KEEP_IDLE:g} seconds (0: not kept)")
         raise UsageError(f"kept-worker idle timeout must be between 0 and {MAX_KEEP_IDLE:g} seconds, got {raw!r}")
     return seconds or None  # 0: do not keep (overrides the environment)
 
@@ -189,6 +209,7 @@ class RunOptions:
             # Ray's workers run the cluster's interpreter; the sides need theirs, side by side on one machine.
             raise UsageError("--python (an A/B run) runs both sides on this machine: drop --executor ray")
         keep_worker_seconds(self.keep_worker)  # a bad value (or $HARNESS_KEEP_WORKER) fails before the run
+        env_choice(CPP_PCH_ENV, CPP_PCH_CHOICES)  # likewise a bad $HARNESS_CPP_PCH, before any C++ task
         self.sides  # noqa: B018 - a bad --python fails before the run
         if self.pythons and self.output and self.output.endswith(".csv"):
             raise UsageError(f"--output {self.output}: an A/B run (--python) needs a .json or .jsonl record, "

@@ -2,24 +2,34 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
+from harness.errors import UsageError
+from harness.options import CACHE_DIR_ENV, XDG_CACHE_HOME_ENV, env
+
 
 def cache_root() -> Path:
-    """``$HARNESS_CACHE_DIR``, else ``$XDG_CACHE_HOME/harness``, else ``~/.cache/harness``.
+    """``$HARNESS_CACHE_DIR``, else ``$XDG_CACHE_HOME/harness``, else ``~/.cache/harness`` (unset or empty alike).
 
     Created with mode 0700: compiled code in it is loaded and run, so other
-    users must not be able to plant files there.
+    users must not be able to plant files there. A root that cannot be
+    created (a file, a read-only place) is a UsageError naming the variable
+    it came from.
     """
-    env = os.environ.get("HARNESS_CACHE_DIR")
-    if env:
-        root = Path(env)
+    chosen = env(CACHE_DIR_ENV)
+    xdg = env(XDG_CACHE_HOME_ENV)
+    if chosen:
+        root, source = Path(chosen), f"{CACHE_DIR_ENV}={chosen!r}"
+    elif xdg:
+        root, source = Path(xdg) / "harness", f"{XDG_CACHE_HOME_ENV}={xdg!r}"
     else:
-        xdg = os.environ.get("XDG_CACHE_HOME")
-        root = (Path(xdg) if xdg else Path.home() / ".cache") / "harness"
-    return ensure_private_dir(root)
+        root, source = Path.home() / ".cache" / "harness", f"{CACHE_DIR_ENV} and {XDG_CACHE_HOME_ENV} unset"
+    try:
+        return ensure_private_dir(root)
+    except OSError as exc:
+        raise UsageError(f"{source}: cannot use {root} as the harness cache ({exc.strerror or exc}); "
+                         f"set {CACHE_DIR_ENV} to a directory you can write") from exc
 
 
 def ensure_private_dir(path: Path) -> Path:

@@ -35,14 +35,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.errors import BuildError
+from harness.errors import BuildError, HarnessError
 from harness.files.atomic import atomic_write_text
 from harness.files.cache import ensure_private_dir
 from harness.measure.cpp.diagnostics import MAX_ERROR_CHARS
 from harness.measure.cpp.include_set import HEADERS, INCLUDE_SETS, LEAN
 from harness.measure.cpp.log import log_event
 from harness.measure.cpp.toolchain import PACKAGE_DIR, toolchain
-from harness.options import CPP_PCH_ENV, env
+from harness.options import CPP_PCH_CHOICES, CPP_PCH_ENV, env_choice
 
 PCH_HEADER = "harness_stmt_pch.h"  # what statement TUs include with the PCH on: its .gch sits beside it
 PCH_SOURCE = "pch_source.h"  # what the .gch is built from
@@ -53,7 +53,7 @@ PCH_WAIT_TIMEOUT = 600.0  # seconds a caller about to measure waits for a PCH bu
 
 
 def pch_enabled() -> bool:
-    return (env(CPP_PCH_ENV) or "1") != "0" and toolchain().gcc_major is not None
+    return env_choice(CPP_PCH_ENV, CPP_PCH_CHOICES) == "1" and toolchain().gcc_major is not None
 
 
 def pch_dir(include_set: str = LEAN) -> Path:
@@ -346,7 +346,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args == ["--prepare"]:
         try:
             seconds = prepare()
-        except BuildError as exc:
+        except HarnessError as exc:  # a failed build, or a bad HARNESS_CPP_PCH or CXX
             print(f"harness: {exc}", file=sys.stderr)
             return 1
         state = "already built" if seconds is None else f"built in {seconds:.1f} s"

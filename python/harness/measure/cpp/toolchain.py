@@ -93,9 +93,19 @@ def toolchain() -> Toolchain:
 
     # cpp_extension's own rules (get_cxx_compiler, include_paths()[0]), without
     # importing it: it imports setuptools, most of a cached statement's cost.
-    cxx = env(CXX_ENV) or "c++"
+    chosen = env(CXX_ENV)
+    if chosen == "":
+        # cpp_extension would run "" as the compiler, while "or" here would say c++.
+        raise BuildError(f"{CXX_ENV} is set but empty: name a C++ compiler (g++ >= 10 or clang++), "
+                         "or unset it for c++")
+    cxx = chosen or "c++"
     torch_include = str(Path(torch.__file__).resolve().parent / "include")
-    version = _run([cxx, "--version"]).splitlines()[0].strip()
+    try:
+        version = (_run([cxx, "--version"]).splitlines() or [""])[0].strip()
+    except BuildError as exc:
+        source = f"{CXX_ENV}={cxx!r}" if chosen else f"{CXX_ENV} unset, so {cxx!r}"
+        raise BuildError(f"{source}: cannot run it as the C++ compiler of statements ({exc}); "
+                         f"set {CXX_ENV} to g++ >= 10 or clang++") from exc
     gcc_major: int | None = None
     if "clang" not in version.lower():
         with contextlib.suppress(ValueError):
