@@ -16,12 +16,13 @@ DOC = ROOT / "docs" / "environment.md"
 SETUP_ONLY = {"PYTHON"}  # read by scripts/setup.sh, not by the package
 
 
-def _table() -> dict[str, str]:
+def _table(column: int = 1) -> dict[str, str]:
+    """Variable -> its default (column 1) or effect (column 2), without the backticks."""
     rows = {}
     for line in DOC.read_text().splitlines():
-        m = re.match(r"\|\s*`([A-Z_]+)`\s*\|\s*(.*?)\s*\|", line)
+        m = re.match(r"\|\s*`([A-Z_]+)`\s*\|\s*(.*?)\s*\|\s*(.*?)\s*\|$", line)
         if m:
-            rows[m.group(1)] = m.group(2).replace("`", "")
+            rows[m.group(1)] = m.group(1 + column).replace("`", "")
     return rows
 
 
@@ -62,6 +63,12 @@ def test_the_doc_gives_the_registry_defaults():
     table = _table()
     for name, (default, _effect) in ENVIRONMENT.items():
         assert table[name] == default, f"docs/environment.md: {name} default {table[name]!r}, options says {default!r}"
+
+
+def test_the_doc_gives_the_registry_effects():
+    table = _table(column=2)
+    for name, (_default, effect) in ENVIRONMENT.items():
+        assert table[name] == effect, f"docs/environment.md: {name} effect differs from harness.options'"
 
 
 def test_every_variable_the_code_reads_is_documented():

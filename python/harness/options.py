@@ -56,17 +56,38 @@ KEEP_WORKER_ENV = "HARNESS_KEEP_WORKER"
 PCH_LOG_ENV = "HARNESS_PCH_LOG"
 XDG_CACHE_HOME_ENV = "XDG_CACHE_HOME"
 
-# name -> (default, effect); docs/environment.md lists the same, and a test keeps them equal.
+# name -> (default, effect of each setting); docs/environment.md lists the same (a test keeps the
+# defaults equal), and tests/test_environment_settings.py tests each setting.
 ENVIRONMENT: dict[str, tuple[str, str]] = {
-    CACHE_DIR_ENV: ("$XDG_CACHE_HOME/harness", "the per-user cache root (compiled core, C++ statements, PCH, TorchScript files)"),
-    XDG_CACHE_HOME_ENV: ("~/.cache", "parent of the cache root when HARNESS_CACHE_DIR is not set"),
-    CPP_PCH_ENV: ("1", "0 turns the precompiled header of C++ statements off"),
-    CXX_ENV: ("c++", "the compiler of C++ statements (torch.utils.cpp_extension's rule, read the same way)"),
-    KEEP_WORKER_ENV: ("unset", "seconds an instruction-counting worker is kept for the next run (unset or 0: not kept)"),
-    GPT_FAST_SIZE_ENV: ("auto", "size of the gpt_fast suite's shapes and models: auto, tiny, cpu or gpu"),
-    COUNTER_ENV: ("set by harness", "in a worker process: the instruction counter it was started for"),
-    CALLGRIND_DIR_ENV: ("set by harness", "in a callgrind worker: the directory its profiles are written to"),
-    PCH_LOG_ENV: ("set by harness", "in the background PCH builder: the file its compiler output goes to"),
+    CACHE_DIR_ENV: ("$XDG_CACHE_HOME/harness",
+                    "DIR: the per-user cache root (compiled core, C++ statements, PCH, TorchScript files, "
+                    "measured peaks), created with mode 0700; unset or empty: $XDG_CACHE_HOME/harness; "
+                    "a DIR that cannot be created: an error"),
+    XDG_CACHE_HOME_ENV: ("~/.cache",
+                         "DIR: the cache root is DIR/harness when HARNESS_CACHE_DIR is unset or empty; "
+                         "unset or empty: ~/.cache/harness"),
+    CPP_PCH_ENV: ("1",
+                  "1, unset or empty: C++ statements compile against a precompiled header of their include set "
+                  "(g++ only), built once in the background; 0: they compile without one, and none is built; "
+                  "anything else: an error"),
+    CXX_ENV: ("c++",
+              "COMPILER: the compiler (a name on PATH, or a path) that builds C++ statements, as "
+              "torch.utils.cpp_extension reads it; unset: c++; empty, or one that does not run: an error"),
+    KEEP_WORKER_ENV: ("unset",
+                      "SECONDS: an instruction-counting worker is kept after a run for the next one, until idle "
+                      "that long (at most 86400, and bench --keep-worker overrides it); unset, empty or 0: not kept; "
+                      "anything else: an error"),
+    GPT_FAST_SIZE_ENV: ("auto",
+                        "auto, unset or empty: gpu on a CUDA device, else cpu; tiny: the gpt_fast suite's smallest "
+                        "shapes and models, seconds per experiment; cpu: its CPU shapes and models, minutes; "
+                        "gpu: the reference's shapes and 7B-class models; anything else: an error"),
+    COUNTER_ENV: ("set by harness",
+                  "in an instruction-counting worker: the counter it was started for (callgrind or perf)"),
+    CALLGRIND_DIR_ENV: ("set by harness",
+                        "in a callgrind worker: the directory its profiles and valgrind logs are written to"),
+    PCH_LOG_ENV: ("set by harness",
+                  "in the background PCH builder: the file its own output goes to (pch_build.out beside the PCH, "
+                  "while a failed compile's messages go to failed.json there)"),
 }
 
 
