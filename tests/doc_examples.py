@@ -1,0 +1,181 @@
+"""Runs the fenced examples of README.md and docs/*.md under pytest, through Sybil.
+
+- ``python`` blocks run in this process, one namespace per page (a page's
+  blocks build on each other); blocks written as ``>>>`` sessions have their
+  output compared (doctest, with ``...`` and whitespace folded).
+- ``bash`` blocks run with ``bash -euo pipefail``; ``console`` blocks hold
+  ``$ command`` lines followed by the output they print, which is compared
+  the same way. Both fail on a non-zero exit status (end a command with
+  ``|| true`` to show a failing one).
+- Everything runs in one temporary folder per session, with its own harness
+  cache and the small sizes the docs offer (``HARNESS_GPT_FAST_SIZE=tiny``):
+  a page's examples cannot read or write the user's cache or files. The
+  folder links the checkout's ``benchmarks/``, ``examples/`` and ``.venv/``,
+  so commands read as they would from the project root, and ``python`` on the
+  PATH is the interpreter running the tests.
+- A block that cannot run here carries Sybil's visible marker with its reason,
+  ``<!-- skip: next "why" -->``, on the line before it; one that needs an
+  optional part says so with a condition,
+  ``<!-- skip: next if(ray_missing, reason="...") -->``.
+"""
+
+from __future__ import annotations
+
+import atexit
+import doctest
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from sybil import Example, Sybil
+from sybil.parsers.markdown import CodeBlockParser, PythonCodeBlockParser, SkipParser
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = ("README.md", "docs/*.md")
+LINKED = ("benchmarks", "examples", ".venv")
+BLOCK_TIMEOUT_S = 900
+FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+
+
+class DocFolder:
+    """The session's temporary folder and harness cache, made on first use, removed at exit."""
+
+    def __init__(self) -> None:
+        self.path = Path(tempfile.mkdtemp(prefix="harness-docs-"))
+        self.cache = self.path / ".cache-harness"
+        for name in LINKED:
+            if (ROOT / name).exists():
+                (self.path / name).symlink_to(ROOT / name)
+        self.env = {
+            "HARNESS_CACHE_DIR": str(self.cache),
+            "HARNESS_GPT_FAST_SIZE": "tiny",
+            # Tables fit a wide page, whatever terminal runs the tests.
+            "COLUMNS": "120",
+        }
+        atexit.register(shutil.rmtree, self.path, True)
+
+    def subprocess_env(self) -> dict[str, str]:
+        env = {**os.environ, **self.env}
+        env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+        env.pop("PYTEST_CURRENT_TEST", None)
+        return env
+
+
+_FOLDER: DocFolder | None = None
+
+
+def folder() -> DocFolder:
+    global _FOLDER
+    if _FOLDER is None:
+        _FOLDER = DocFolder()
+    return _FOLDER
+
+
+def _forget_cache_root() -> None:
+    # The C++ toolchain remembers its cache directory for the process's life.
+    from harness.measure.cpp.toolchain import toolchain
+
+    toolchain.cache_clear()
+
+
+def enter(namespace: dict[str, Any]) -> None:
+    """Before a page's first example: its Python blocks run in the folder, with its environment."""
+    f = folder()
+    namespace["_saved"] = (os.getcwd(), {k: os.environ.get(k) for k in f.env})
+    os.chdir(f.path)
+    os.environ.update(f.env)
+    _forget_cache_root()
+    # For conditional markers: <!-- skip: next if(ray_missing, reason="...") -->
+    namespace["ray_missing"] = importlib.util.find_spec("ray") is None
+
+
+def leave(namespace: dict[str, Any]) -> None:
+    cwd, saved = namespace.pop("_saved")
+    os.chdir(cwd)
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+    _forget_cache_root()
+
+
+def _run(command: str, merged: bool = False) -> subprocess.CompletedProcess[str]:
+    """``merged``: stderr into stdout, unbuffered, so the output reads in the order a terminal shows it."""
+    f = folder()
+    env = f.subprocess_env()
+    if merged:
+        env["PYTHONUNBUFFERED"] = "1"
+    return subprocess.run(["bash", "-euo", "pipefail", "-c", command], cwd=f.path, env=env, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT if merged else subprocess.PIPE,
+                          timeout=BLOCK_TIMEOUT_S)
+
+
+def _failure(command: str, r: subprocess.CompletedProcess[str]) -> str:
+    return (f"exit status {r.returncode} from:\n{command}\n--- stdout (end) ---\n{r.stdout[-4000:]}"
+            f"\n--- stderr (end) ---\n{(r.stderr or '')[-4000:]}")
+
+
+def run_bash(example: Example) -> str | None:
+    command = str(example.parsed)
+    r = _run(command)
+    return None if r.returncode == 0 else _failure(command, r)
+
+
+def console_steps(text: str) -> list[tuple[str, str]]:
+    """``$ command`` lines (continued with a trailing backslash) and the output under each."""
+    steps: list[tuple[str, str]] = []
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        if not lines[i].startswith("$ "):
+            raise ValueError(f"console block line {i + 1} is not a '$ ' command: {lines[i]!r}")
+        command = [lines[i][2:]]
+        while command[-1].endswith("\\") and i + 1 < len(lines):
+            i += 1
+            command.append(lines[i])
+        i += 1
+        start = i
+        while i < len(lines) and not lines[i].startswith("$ "):
+            i += 1
+        steps.append(("\n".join(command), "\n".join(lines[start:i]) + "\n"))
+    return steps
+
+
+def run_console(example: Example) -> str | None:
+    checker = doctest.OutputChecker()
+    for command, expected in console_steps(str(example.parsed)):
+        r = _run(command, merged=True)
+        if r.returncode != 0:
+            return _failure(command, r)
+        got = r.stdout
+        if not checker.check_output(expected, got, FLAGS):
+            return f"$ {command}\n--- expected ---\n{expected}--- got ---\n{got}"
+    return None
+
+
+def sybil() -> Sybil:
+    return Sybil(
+        parsers=[
+            PythonCodeBlockParser(doctest_optionflags=FLAGS),
+            CodeBlockParser("bash", run_bash),
+            CodeBlockParser("console", run_console),
+            SkipParser(),
+        ],
+        patterns=list(PAGES),
+        path=str(ROOT),
+        setup=enter,
+        teardown=leave,
+    )
+
+
+def fenced_blocks(text: str) -> list[tuple[int, str]]:
+    """(line, language) of every fenced block of a page, for the tests that count them."""
+    return [(text[: m.start()].count("\n") + 1, m.group(1))
+            for m in re.finditer(r"^[ \t]*```(\w*)[^\n]*\n", text, re.M)][::2]
