@@ -209,6 +209,9 @@ def _parser() -> argparse.ArgumentParser:
         "action", choices=["info", "clear"],
         help="info: the cache's folder and the size of each kind of artefact in it; clear: empty it (rebuilt as needed)",
     )
+    # `python -m harness X --help` opens with the line the command list shows for X.
+    for action in sub._choices_actions:
+        sub.choices[action.dest].description = action.help
     return p
 
 
