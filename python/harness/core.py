@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import importlib.machinery
 import importlib.util
-import os
 import shutil
 import sys
 import sysconfig
@@ -20,6 +19,7 @@ from types import ModuleType
 
 from harness.errors import BuildError
 from harness.files.cache import cache_dir, truncated_library
+from harness.options import CXX_ENV, env
 
 _REPO_ROOT = Path(__file__).resolve().parents[2]
 CSRC = _REPO_ROOT / "csrc"
@@ -39,7 +39,7 @@ def _source_key() -> str:
     h.update(torch.__version__.encode())
     h.update(sys.version.encode())
     h.update(sysconfig.get_config_var("EXT_SUFFIX").encode())
-    h.update(os.environ.get("CXX", "c++").encode())
+    h.update((env(CXX_ENV) or "c++").encode())
     return h.hexdigest()[:16]
 
 

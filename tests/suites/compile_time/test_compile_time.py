@@ -68,6 +68,9 @@ STANDARD_CPU_NAMES = [
     "dtensor_dispatch_view_cpu",
     "dtensor_dispatch_random_cpu",
     "dtensor_dispatch_custom_handler_cpu",
+    "import_time_torch__dynamo",
+    "import_time_torch__inductor",
+    "import_time_triton",
     # harness's own: a reduced variant and two cases PyTorch has no counterpart for
     "add_loop_inductor_len100",
     "unbind_split_flip_cat_iter4_batch16",

@@ -137,7 +137,26 @@ def test_every_pytorch_named_case_has_a_reference_fingerprint() -> None:
     from harness.suites.compile_time.pytorch_cases import pytorch_cases
 
     names = {_reference_name(c) for c in pytorch_cases() if c.device == "cpu"}
-    assert names == set(REFERENCE) | set(EXPORT_REFERENCE) | set(DTENSOR) | {"unbind_split_flip_cat_iter40_batch128"} | DIT
+    assert names == (set(REFERENCE) | set(EXPORT_REFERENCE) | set(DTENSOR) | {"unbind_split_flip_cat_iter40_batch128"}
+                     | DIT | set(IMPORT_TIME))
+# import_time.py: the work is the child's command line, five children, as PyTorch's.
+IMPORT_TIME = {"import_time_torch__dynamo": "torch._dynamo", "import_time_torch__inductor": "torch._inductor",
+               "import_time_triton": "triton"}
+
+
+def test_import_time_cases_do_pytorchs_work() -> None:
+    import sys
+
+    from harness.suites.compile_time.import_time import ImportTime, importtime_command
+    from harness.suites.compile_time.pytorch_cases import pytorch_cases
+
+    cases = [c for c in pytorch_cases() if isinstance(c, ImportTime)]
+    assert {c.name(): c.module for c in cases} == IMPORT_TIME
+    for c in cases:
+        assert importtime_command(c.module) == [sys.executable, "-X", "importtime", "-c", f"import {c.module}"]
+        assert c.iterations == 5 and c.region == "import"
+
+
 # diffusion_dit.py: ported (extended), not yet fingerprinted.
 DIT = {f"diffusion_dit_{s}_inductor" for s in ("full", "regional", "hierarchical")} | {"diffusion_dit_hierarchical_dynamic"}
 

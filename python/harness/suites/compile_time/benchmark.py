@@ -24,7 +24,9 @@ MODES = ("inference", "training")
 # compile), what PyTorch's pr_time_benchmarks report as
 # compile_time_instruction_count; running the compiled code is left out.
 # "work": everything work() does, PyTorch's instruction_count (runtime cases).
-REGIONS = ("compile", "work")
+# "import": what work() returns, the seconds a fresh interpreter spends importing
+# one module (PyTorch's import_time cases): wall time only, as in PyTorch.
+REGIONS = ("compile", "work", "import")
 DEVICES = ("cpu", "cuda")
 DEFAULT_ITERATIONS = 5
 # Under callgrind one iteration costs ~50x its native time while consecutive
@@ -107,8 +109,8 @@ class CompileTimeBenchmark:
 
         torch._dynamo.reset()
 
-    def work(self) -> None:
-        """The measured part: compile (and run once)."""
+    def work(self) -> float | None:
+        """The measured part: compile (and run once). A case of region "import" measures itself and returns seconds."""
         raise NotImplementedError(f"{type(self).__name__} must define work()")
 
     # -- expansion --------------------------------------------------------------
@@ -125,7 +127,8 @@ class CompileTimeBenchmark:
         return True, ""
 
     def expand(self, suite: str) -> list[Task]:
-        """Two tasks: instructions spent in ``work()`` and its wall time; none when the device is absent."""
+        """Two tasks: instructions spent in ``work()`` and its wall time (region "import": the wall task
+        alone); none when the case cannot run here."""
         if not self.available()[0]:
             return []
         case = self.name()
@@ -144,6 +147,9 @@ class CompileTimeBenchmark:
             params["extended"] = True
         counted = {**params, "timeout": self.timeout or INSTRUCTIONS_TIMEOUT}
         timed = {**params, "timeout": self.timeout} if self.timeout else params
+        if self.region == "import":
+            # The work is another process's: nothing in this one to count.
+            return [Task(suite=suite, name=f"{case}[wall]", kind=KIND, params=timed, mode="wall")]
         return [
             Task(suite=suite, name=f"{case}[instructions]", kind=KIND, params=counted, mode="instructions"),
             Task(suite=suite, name=f"{case}[wall]", kind=KIND, params=timed, mode="wall"),

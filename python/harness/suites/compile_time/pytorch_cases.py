@@ -17,6 +17,7 @@ from typing import Any
 from unittest import mock
 
 from harness.suites.compile_time.benchmark import CompileTimeBenchmark, fresh_inductor_cache, synchronize
+from harness.suites.compile_time.import_time import import_time_cases
 from harness.suites.compile_time.pytorch_runtime_cases import (
     AutogradFunctionApply,
     DisableOverhead,
@@ -560,6 +561,7 @@ def pytorch_cases() -> list[CompileTimeBenchmark]:
         AutogradFunctionApply(device="cpu"),
         *runtime_overheads("cpu"),
         *dtensor_cases("cpu"),
+        *import_time_cases(),
         # PyTorch runs these on CUDA only.
         AddLoop(backend="inductor", device="cuda"),
         AddLoop(backend="inductor", device="cuda", dynamic=True),

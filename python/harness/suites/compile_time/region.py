@@ -23,6 +23,8 @@ COMPILE_INSTRUCTIONS = "compile_time_instruction_count"
 WORK_INSTRUCTIONS = "instruction_count"
 COMPILE_SECONDS = "compile_time_s"
 WORK_SECONDS = "work_time_s"
+# PyTorch's import_time metric, in its unit.
+IMPORT_MICROSECONDS = "import_time_us"
 
 
 def instructions_metric(region: str) -> str:
@@ -31,6 +33,13 @@ def instructions_metric(region: str) -> str:
 
 def seconds_metric(region: str) -> str:
     return COMPILE_SECONDS if region == "compile" else WORK_SECONDS
+
+
+def wall_metric(region: str) -> tuple[str, float]:
+    """The wall-time metric of a region and the factor from seconds to its unit."""
+    if region == "import":
+        return IMPORT_MICROSECONDS, 1e6
+    return seconds_metric(region), 1.0
 
 
 @contextlib.contextmanager

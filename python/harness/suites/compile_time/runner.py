@@ -11,12 +11,12 @@ from harness.errors import HarnessError
 from harness.model.result import TaskResult
 from harness.model.task import Task
 from harness.suites.compile_time.benchmark import load_case
-from harness.suites.compile_time.collect import collect, wall_seconds
+from harness.suites.compile_time.collect import collect, reported_seconds, wall_seconds
 from harness.suites.compile_time.region import (
     compile_counter,
     instructions_metric,
     pytorch_settings,
-    seconds_metric,
+    wall_metric,
     work_counter,
 )
 
@@ -43,6 +43,9 @@ def run_compile_time_task(task: Task, min_run_time: float) -> TaskResult:
     case = load_case(dict(task.params))
     extra: dict[str, Any] = {"case": case.name(), "description": case.description()}
     if task.mode == "instructions":
+        if case.region == "import":
+            raise HarnessError(f"{case.name()}: an import-time case is measured in a child interpreter, "
+                               "so it has wall time only")
         from harness.measure.counters.choice import worker_counter
 
         counter = worker_counter()
@@ -71,13 +74,13 @@ def run_compile_time_task(task: Task, min_run_time: float) -> TaskResult:
     else:
         iterations = case.iterations
         with pytorch_settings():
-            result = collect(case, wall_seconds, iterations)
+            result = collect(case, reported_seconds if case.region == "import" else wall_seconds, iterations)
         unit = "s"
-        metric = seconds_metric(case.region)
+        metric, scale = wall_metric(case.region)
         extra["metrics"] = {
-            metric: result.min,
-            f"{metric}_median": result.median,
-            f"{metric}_cold": result.cold,
+            metric: result.min * scale,
+            f"{metric}_median": result.median * scale,
+            f"{metric}_cold": result.cold * scale,
         }
     extra.update(actual=result.min, cold=result.cold, iterations=iterations, calls=case.calls)
     return TaskResult(task=task, status="ok", unit=unit, samples=list(result.warm), extra=extra)
