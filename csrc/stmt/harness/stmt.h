@@ -18,7 +18,8 @@
 // names (torch::ones, torch::Tensor, requires_grad options) they are written
 // with. So this header holds only what a tensor statement needs; the code that talks to Python (module table, DLPack,
 // errors) is compiled once per toolchain in stmt_runtime.cpp, and statements
-// that need more (torch::nn, torch::jit, ...) get harness/stmt_full.h.
+// that need more get harness/stmt_frontend.h (torch::nn, ...) or
+// harness/stmt_full.h (torch::jit, ...).
 //
 // Guarantees:
 //  - Slot::sample(number) is the native sampler handed to the timing core as

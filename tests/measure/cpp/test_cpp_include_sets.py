@@ -1,10 +1,10 @@
-"""The lean and the full include set: chosen automatically, cached, logged; real g++, real torch.
+"""The lean, frontend and full include sets: chosen automatically, cached, logged; real g++, real torch.
 
 Cost: the ``chosen`` fixture builds fresh statements (a per-session tag) once:
-a lean module, a full module, one failed lean build retried with the full set
-and one genuine error (its lean build fails, it is not retried). Each build
-is ~3 s (lean) or ~8 s (full) with the PCHs of the session's cache, ~20-40 s
-without. ``test_a_stale_pch_is_rebuilt`` damages the lean PCH and waits for
+a lean module, a frontend module, one failed lean build retried with the full
+set and one genuine error (its lean build fails, it is not retried). Each
+build is ~3 s (lean) or ~7-9 s (frontend, full) with the PCHs of the
+session's cache, ~20-40 s without. ``test_a_stale_pch_is_rebuilt`` damages the lean PCH and waits for
 its rebuild (~20-40 s of CPU in the background). Measured on the shared
 2-core VM at load ~13 (five engineers building): 12 minutes for the file from
 its own cache with no PCH yet (fixture 390 s, the stale-PCH test 314 s,
@@ -59,13 +59,13 @@ def chosen():
     return report, events
 
 
-def test_tensor_code_is_lean_and_torch_nn_is_full_without_being_asked(chosen):
+def test_tensor_code_is_lean_and_torch_nn_is_frontend_without_being_asked(chosen):
     report, events = chosen
     assert report.compiled[_statement(TENSOR).key].include_set == "lean"
     linear = report.compiled[_statement(LINEAR).key]
-    assert linear.include_set == "full"
+    assert linear.include_set == "frontend"
     (choice,) = [e for e in _events(_statement(LINEAR), events) if e["event"] == "include_set"]
-    assert choice["include_set"] == "full" and choice["reason"] == "setup uses torch::nn"
+    assert choice["include_set"] == "frontend" and choice["reason"] == "setup uses torch::nn"
     assert [e["include_set"] for e in events if e["event"] == "builds"].count("lean") == 1
     m = harness.Timer(*LINEAR, language="cpp").timeit(20)
     assert m.median > 0
@@ -108,19 +108,26 @@ def test_a_genuine_error_is_reported_once_against_the_users_line(chosen):
         harness.Timer(*GENUINE, language="cpp").timeit(5)
 
 
-def test_own_includes_choose_the_full_set():
+def test_the_text_chooses_the_smallest_set_that_declares_it():
     statement = CppStatement("auto y = 1;", global_setup="#include <torch/nn.h>")
     assert static_choice(statement) == ("full", "global_setup has #include lines")
     assert static_choice(CppStatement("auto m = torch::jit::load(path);")) == ("full", "stmt uses torch::jit")
+    # TorchScript anywhere wins over the frontend named earlier.
+    both = CppStatement("auto y = m.forward({lin(x)});", setup="torch::nn::Linear lin(4, 4);\nauto m = torch::jit::load(p);")
+    assert static_choice(both) == ("full", "setup uses torch::jit")
+    assert static_choice(CppStatement("torch::optim::SGD opt(params, 0.1);")) == ("frontend", "stmt uses torch::optim")
+    assert static_choice(CppStatement("torch::NoGradGuard g;")) == ("frontend", "stmt uses torch::NoGradGuard")
     assert static_choice(CppStatement("auto y = torch::mm(x, x);"))[0] == "lean"
 
 
-def test_the_lean_and_full_pch_coexist_and_a_stale_one_is_rebuilt(chosen):
+def test_the_three_pchs_coexist_and_a_stale_one_is_rebuilt(chosen):
     if not pch_enabled():
         pytest.skip("PCH disabled (HARNESS_CPP_PCH=0 or not g++)")
-    assert wait_for_pch(timeout=900, include_set="lean") and wait_for_pch(timeout=900, include_set="full")
-    assert pch_file("lean") != pch_file("full")
-    assert pch_file("lean").stat().st_size > 1e6 and pch_file("full").stat().st_size > pch_file("lean").stat().st_size
+    for include_set in ("lean", "frontend", "full"):
+        assert wait_for_pch(timeout=900, include_set=include_set), include_set
+    sizes = [pch_file(s).stat().st_size for s in ("lean", "frontend", "full")]
+    assert len({pch_file(s) for s in ("lean", "frontend", "full")}) == 3
+    assert 1e6 < sizes[0] < sizes[1] < sizes[2]
     # A change of torch or compiler is a new toolchain key: a directory, and PCHs, of its own.
     tc = toolchain()
     assert dataclasses.replace(tc, torch_version=tc.torch_version + "+other").key != tc.key

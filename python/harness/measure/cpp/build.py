@@ -13,7 +13,7 @@ every statement. Here
   (``measure.cpp.include_set``); each set is precompiled once
   (``measure.cpp.pch``), and the code that talks to Python is compiled once
   per toolchain (``measure.cpp.runtime``). Statements of a batch are built
-  in one module per include set; a statement that fails with the lean set
+  in one module per include set; a statement that fails with a smaller set
   for a missing declaration is rebuilt with the full set, and that choice is
   cached.
 
@@ -53,7 +53,7 @@ from harness.measure.cpp.diagnostics import (
     table_only_blame,
     trusted_failures,
 )
-from harness.measure.cpp.include_set import FULL, LEAN, choose, missing_declaration, remember
+from harness.measure.cpp.include_set import FULL, INCLUDE_SETS, LEAN, choose, missing_declaration, remember
 from harness.measure.cpp.log import STATS, log_event
 from harness.measure.cpp.pch import (
     PchStarter,
@@ -345,7 +345,7 @@ def _build_batch(statements: list[CppStatement], report: BuildReport, include_se
                       include_set=include_set)
             for i in trusted:
                 key = remaining[i].key
-                if include_set == LEAN and missing_declaration(errors[i]):
+                if include_set != FULL and missing_declaration(errors[i]):
                     # The full set may declare it: only its error, if any, is reported.
                     retry_full.append(remaining[i])
                     continue
@@ -356,7 +356,7 @@ def _build_batch(statements: list[CppStatement], report: BuildReport, include_se
                 continue
             if len(remaining) == 1:
                 message = errors.get(0) or output_tail(failure.output)
-                if include_set == LEAN and missing_declaration(message):
+                if include_set != FULL and missing_declaration(message):
                     retry_full.append(remaining[0])
                     break
                 # Not attributable to user code (toolchain trouble, out of memory): do not cache.
@@ -389,7 +389,7 @@ def _build_batch(statements: list[CppStatement], report: BuildReport, include_se
         break
     if retry_full:
         for s in retry_full:
-            reason = "the lean set lacks a declaration it uses"
+            reason = f"the {include_set} set lacks a declaration it uses"
             remember(s, FULL, reason)
             log_event("include_set", key=s.key, include_set=FULL, reason=reason)
         _build_batch(retry_full, report, FULL)
@@ -422,7 +422,7 @@ def build(statements: Sequence[CppStatement]) -> BuildReport:
                 missing.append(s)
         if missing:
             STATS["misses"] += len(missing)
-            by_set: dict[str, list[CppStatement]] = {LEAN: [], FULL: []}
+            by_set: dict[str, list[CppStatement]] = {name: [] for name in INCLUDE_SETS}
             for s in missing:
                 include_set, reason = choose(s)
                 by_set[include_set].append(s)

@@ -1,16 +1,23 @@
-"""Which headers a C++ statement is compiled with: the lean set, or the full one, and why.
+"""Which headers a C++ statement is compiled with: the lean, frontend or full set, and why.
 
-The lean set (``harness/stmt.h``: ATen, the torch tensor types) compiles a
-statement TU in a fraction of the full set's time (``harness/stmt_full.h``:
-``torch/torch.h`` and ``torch/script.h``), so it is the default. A statement
-gets the full set when
+Each set costs every statement TU its templates and inline code, PCH or not
+(g++ 12 -O2, an empty TU with each set's PCH: lean 1.9 s, frontend 4.5 s,
+full 5.5 s; a statement holding a ``torch::nn::Linear`` 7.2 s with the
+frontend set, 9.2 s with the full one), so a statement gets the smallest set
+that declares what it uses:
 
-- its code names a part of torch the lean set leaves out (``torch::nn``,
-  ``torch::jit``, ``torch::optim``, ``torch::data``, ...) or has ``#include``
-  lines of its own (they may need anything), decided from the text before
-  any compile; or
-- it failed to compile with the lean set because a name of torch's is not
-  declared (``missing_declaration``): the build retries it with the full set.
+- lean (``harness/stmt.h``: ATen, the torch tensor types): the default;
+- frontend (``harness/stmt_frontend.h``: ``torch/torch.h``, the C++ frontend):
+  code that names ``torch::nn``, ``torch::optim``, ``torch::data``,
+  ``torch::serialize``, ``torch::fft``, ...;
+- full (``harness/stmt_full.h``: the frontend and ``torch/script.h``,
+  TorchScript's loader, custom operators and classes): code that names
+  ``torch::jit`` or ``script::``, or has ``#include`` lines of its own (they
+  may need anything).
+
+That much is decided from the text before any compile. A statement that
+fails to compile with the lean or frontend set because a name of torch's is
+not declared (``missing_declaration``) is retried with the full set.
 
 The choice is cached per statement (by its content key) under the toolchain's
 directory, so a statement pays a failed lean compile at most once.
@@ -28,15 +35,18 @@ from harness.measure.cpp.statement import SECTIONS, CppStatement
 from harness.measure.cpp.toolchain import toolchain
 
 LEAN = "lean"
+FRONTEND = "frontend"
 FULL = "full"
-INCLUDE_SETS = (LEAN, FULL)
-HEADERS = {LEAN: "harness/stmt.h", FULL: "harness/stmt_full.h"}
+INCLUDE_SETS = (LEAN, FRONTEND, FULL)  # smallest first
+HEADERS = {LEAN: "harness/stmt.h", FRONTEND: "harness/stmt_frontend.h", FULL: "harness/stmt_full.h"}
 
-# Parts of the torch C++ API the lean set does not declare. A namespace after
-# `torch::` or on its own (after `using namespace torch;`).
-_FULL_API = re.compile(
-    r"\b(?:torch::)?(?:nn|jit|optim|data|serialize|autograd::Function|script|fft|linalg|special|nested|sparse)::"
-    r"|\btorch::(?:save|load|NoGradGuard|AutoGradMode|manual_seed|Module)\b"
+# Parts of the torch C++ API a set does not declare and the next one does. A
+# namespace after `torch::` or on its own (after `using namespace torch;`).
+_NEEDS = (
+    (FULL, re.compile(r"\b(?:torch::)?(?:jit|script)::|\btorch::(?:class_|CustomClassHolder)\b")),
+    (FRONTEND, re.compile(
+        r"\b(?:torch::)?(?:nn|optim|data|serialize|autograd::Function|fft|linalg|special|nested|sparse)::"
+        r"|\btorch::(?:save|load|NoGradGuard|AutoGradMode|manual_seed|Module)\b")),
 )
 _INCLUDE = re.compile(r"^\s*#\s*include\b", re.MULTILINE)
 
@@ -50,14 +60,15 @@ _MISSING = re.compile(
 
 
 def static_choice(statement: CppStatement) -> tuple[str, str]:
-    """(include set, reason) from the statement's text alone."""
+    """(include set, reason) from the statement's text alone: the smallest set that declares what it names."""
     for name in SECTIONS:
-        code = statement.section(name)
-        if _INCLUDE.search(code):
+        if _INCLUDE.search(statement.section(name)):
             return FULL, f"{name} has #include lines"
-        m = _FULL_API.search(code)
-        if m:
-            return FULL, f"{name} uses {m.group(0).rstrip(':')}"
+    for include_set, pattern in _NEEDS:
+        for name in SECTIONS:
+            m = pattern.search(statement.section(name))
+            if m:
+                return include_set, f"{name} uses {m.group(0).rstrip(':')}"
     return LEAN, "tensor code only"
 
 
@@ -68,7 +79,7 @@ _TORCH_NAME = re.compile(r"['\u2018](?:::)?(?:torch|at|c10)(?:::|['\u2019])")
 
 
 def missing_declaration(message: str) -> bool:
-    """True when a compile error says a name of torch's is undeclared: the full set may declare it."""
+    """True when a compile error says a name of torch's is undeclared: a larger set may declare it."""
     return any(_MISSING.search(line) and _TORCH_NAME.search(line) for line in message.splitlines())
 
 
@@ -77,7 +88,7 @@ def _choice_path(key: str) -> Path:
 
 
 def choose(statement: CppStatement) -> tuple[str, str]:
-    """(include set, reason): a cached choice (a lean build that failed) first, else the text's."""
+    """(include set, reason): a cached choice (a smaller set's build that failed) first, else the text's."""
     try:
         cached = json.loads(_choice_path(statement.key).read_text())
     except (FileNotFoundError, ValueError):
