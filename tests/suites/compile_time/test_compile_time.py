@@ -309,3 +309,29 @@ def test_default_run_leaves_out_extended_cases_and_all_adds_them(cli):
     assert r.returncode == 0, r.stderr
     marked = {line.split()[0] for line in r.stdout.splitlines() if line.endswith("(--all)")}
     assert marked == extended
+
+
+def test_strict_export_is_inside_the_compile_region():
+    """torch 2.13's strict export captures outside torch's compile counter; the region brackets it (once)."""
+    from harness.suites.compile_time.pytorch_cases import SumFloordiv
+    from harness.suites.compile_time.region import _compile_markers, _export_capture_counted
+
+    case = SumFloordiv()
+    case.prepare_once()
+    marks: list[str] = []
+    with _compile_markers(lambda: marks.append("begin"), lambda: marks.append("end")):
+        case.prepare()
+        case.work()
+        bare = list(marks)
+        marks.clear()
+        case.prepare()
+        with _export_capture_counted():
+            case.work()
+    # The trace of the 100 item() calls: one outermost region, begun and ended once.
+    assert marks == ["begin", "end"]
+    assert bare in ([], ["begin", "end"])  # [] where torch leaves strict export out of its counter (2.13)
+    print("without the bracket:", bare)
+    assert case.exported.graph is not None
+    from torch._dynamo import convert_frame
+
+    assert not hasattr(convert_frame.fullgraph_capture, "__wrapped__")  # restored

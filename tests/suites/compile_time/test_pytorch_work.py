@@ -138,7 +138,7 @@ def test_every_pytorch_named_case_has_a_reference_fingerprint() -> None:
 
     names = {_reference_name(c) for c in pytorch_cases() if c.device == "cpu"}
     assert names == (set(REFERENCE) | set(EXPORT_REFERENCE) | set(DTENSOR) | {"unbind_split_flip_cat_iter40_batch128"}
-                     | DIT | set(IMPORT_TIME))
+                     | set(DIT) | set(IMPORT_TIME))
 # import_time.py: the work is the child's command line, five children, as PyTorch's.
 IMPORT_TIME = {"import_time_torch__dynamo": "torch._dynamo", "import_time_torch__inductor": "torch._inductor",
                "import_time_triton": "triton"}
@@ -157,8 +157,66 @@ def test_import_time_cases_do_pytorchs_work() -> None:
         assert c.iterations == 5 and c.region == "import"
 
 
-# diffusion_dit.py: ported (extended), not yet fingerprinted.
-DIT = {f"diffusion_dit_{s}_inductor" for s in ("full", "regional", "hierarchical")} | {"diffusion_dit_hierarchical_dynamic"}
+# diffusion_dit.py: 4 blocks of dim 64. A block: 8 linears (qkv, self_out, cross_q, cross_kv, cross_out, 2 in
+# the MLP, adaLN), 2 attentions, 3 layer_norms, 16 parameters; around them t_mlp (2 linears), norm_out (a
+# layer_norm) and proj_out (a linear): 72 parameters, 3 data inputs. "full" traces it all as one graph;
+# "regional" compiles each block, and the 4 share one trace; "hierarchical" is one graph calling one
+# nested region 4 times; its dynamic twin also lifts norm_out's eps (PyTorch's file says why) and runs
+# a second image size without a recompile.
+_BLOCK = {"linear": 8, "scaled_dot_product_attention": 2, "layer_norm": 3}
+_DIT_DATA = [(1, 16, 64), (1, 8, 64), (1, 64)]
+DIT: dict[str, dict[str, Any]] = {
+    "diffusion_dit_full_inductor": {
+        "graphs": 1, "inputs": 72 + 3, "ops": {"linear": 4 * 8 + 3, "scaled_dot_product_attention": 8, "layer_norm": 13},
+        "regions": 0, "region": None, "tokens": [16]},
+    "diffusion_dit_regional_inductor": {
+        "graphs": 1, "inputs": 16 + 3, "ops": _BLOCK, "regions": 0, "region": None, "tokens": [16]},
+    "diffusion_dit_hierarchical_inductor": {
+        "graphs": 1, "inputs": 72 + 3, "ops": {"linear": 3, "scaled_dot_product_attention": 0, "layer_norm": 1},
+        "regions": 4, "region": _BLOCK, "tokens": [16]},
+    "diffusion_dit_hierarchical_dynamic": {
+        "graphs": 1, "inputs": 72 + 3 + 1, "ops": {"linear": 3, "scaled_dot_product_attention": 0, "layer_norm": 1},
+        "regions": 4, "region": _BLOCK, "tokens": [16, 24]},
+}
+
+
+def _op_counts(gm: torch.fx.GraphModule, names: Any) -> dict[str, int]:
+    found = collections.Counter(str(getattr(n.target, "__name__", n.target)) for n in gm.graph.nodes
+                                if n.op.startswith("call"))
+    return {name: found[name] for name in names}
+
+
+def test_diffusion_dit_cases_do_pytorchs_work() -> None:
+    from harness.suites.compile_time import pytorch_modules as m
+
+    assert (m.DIT_DIM, m.DIT_HEADS, m.DIT_MLP_RATIO, m.DIT_BLOCKS) == (64, 4, 4, 4)
+    seen: list[tuple[torch.fx.GraphModule, list[Any]]] = []
+
+    def keep(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Any:
+        seen.append((gm, example_inputs))
+        return gm.forward
+
+    cases = [c for c in standard_cases() if c.name().startswith("diffusion_dit_")]
+    assert {c.name() for c in cases} == set(DIT)
+    for case in cases:
+        ref = DIT[case.name()]
+        traced = dataclasses.replace(case, backend=keep)
+        seen.clear()
+        traced.prepare_once()
+        traced.prepare()
+        traced.work()
+        gm, inputs = seen[0]
+        tensors = [tuple(x.shape) for x in inputs if isinstance(x, torch.Tensor)]
+        regions = [getattr(gm, t) for t in sorted({n.target for n in gm.graph.nodes if n.op == "get_attr"})]
+        found = {
+            "graphs": len(seen), "inputs": len(tensors), "ops": _op_counts(gm, ref["ops"]),
+            "regions": _op_counts(gm, ["invoke_subgraph"])["invoke_subgraph"],
+            "region": _op_counts(regions[0], _BLOCK) if len(regions) == 1 else None,
+            "tokens": [image.shape[1] for image, _, _ in traced._inputs],  # type: ignore[attr-defined]
+        }
+        assert found == ref, case.name()
+        data = _DIT_DATA[:1] if case.name() == "diffusion_dit_regional_inductor" else _DIT_DATA
+        assert all(shape in tensors for shape in data), (case.name(), tensors)
 
 
 R, S0, S1, P = "Replicate()", "Shard(dim=0)", "Shard(dim=1)", "Partial(sum)"
