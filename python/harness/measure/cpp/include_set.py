@@ -1,9 +1,10 @@
 """Which headers a C++ statement is compiled with: the lean, frontend or full set, and why.
 
 Each set costs every statement TU its templates and inline code, PCH or not
-(g++ 12 -O2, an empty TU with each set's PCH: lean 1.9 s, frontend 4.5 s,
-full 5.5 s; a statement holding a ``torch::nn::Linear`` 7.2 s with the
-frontend set, 9.2 s with the full one), so a statement gets the smallest set
+(g++ 12 -O2, an empty TU with each set's PCH: lean 1.9 s, frontend 4.7 s,
+full 5.5 s; a statement holding a ``torch::nn::Linear`` 8.9 s with the
+frontend set, 9.9 s with the full one, back to back; docs/cpp-statements.md),
+so a statement gets the smallest set
 that declares what it uses:
 
 - lean (``harness/stmt.h``: ATen, the torch tensor types): the default;
@@ -61,12 +62,13 @@ _MISSING = re.compile(
 
 def static_choice(statement: CppStatement) -> tuple[str, str]:
     """(include set, reason) from the statement's text alone: the smallest set that declares what it names."""
-    for name in SECTIONS:
-        if _INCLUDE.search(statement.section(name)):
+    sections = [(name, statement.section(name)) for name in SECTIONS]
+    for name, code in sections:
+        if _INCLUDE.search(code):
             return FULL, f"{name} has #include lines"
     for include_set, pattern in _NEEDS:
-        for name in SECTIONS:
-            m = pattern.search(statement.section(name))
+        for name, code in sections:
+            m = pattern.search(code)
             if m:
                 return include_set, f"{name} uses {m.group(0).rstrip(':')}"
     return LEAN, "tensor code only"
