@@ -7,6 +7,7 @@ About 4.5 minutes on the 2-core reference VM under a load average of ~10, 4 of t
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -100,6 +101,7 @@ def test_ctrl_c_cancels_keeps_finished_results_and_leaves_no_process(tmp_path):
             assert time.monotonic() < deadline and driver.poll() is None, driver.communicate()
             time.sleep(0.5)
         time.sleep(8)  # a few tasks finish, one is running, the rest are queued
+        sent = time.time()
         driver.send_signal(signal.SIGINT)
         _, stderr = driver.communicate(timeout=120)
     finally:
@@ -110,7 +112,16 @@ def test_ctrl_c_cancels_keeps_finished_results_and_leaves_no_process(tmp_path):
     results = record["results"]
     names = [r["task"]["name"] for r in results]
     # Some finished, each once; the rest were cancelled, not run to the end behind our back.
-    assert 1 <= len(names) < 12 and len(set(names)) == len(names), stderr
+    assert len(set(names)) == len(names), stderr
+    spans = sorted((r["extra"]["node"]["started"], r["extra"]["node"]["finished"]) for r in results)
+    assert spans, f"8 s of 1.5-s tasks and nothing finished:\n{stderr}"
+    # A wall-time task holds the whole node: one at a time, each at least its min_run_time long ...
+    assert all(later[0] >= earlier[1] for earlier, later in itertools.pairwise(spans)), spans
+    assert all(end - start >= 1.5 for start, end in spans), spans
+    # ... and every one kept had finished by Ctrl-C (a result in flight then may land within a second):
+    # the one running and the queued ones were cancelled, none ran on to the end after it.
+    assert spans[-1][1] <= sent + 1.0, (spans[-1], sent)
+    assert len(names) <= (sent - spans[0][0]) / 1.5 < 12
     assert set(names) <= {f"sleep{i}" for i in range(12)}
     assert all(r["status"] == "ok" and r["samples"] and r["extra"]["node"]["host"] for r in results), stderr
     assert record["environment"]["interrupted"] == {"signal": "SIGINT", "finished": len(results), "total": 12}
