@@ -164,6 +164,43 @@ def _save_baseline(key: tuple[Any, ...], profile: Profile) -> None:
         atomic_write_text(path, json.dumps(_profile_json(profile)))
 
 
+# What a Timer task's count depends on, in one order, with the value a task that leaves one out gets.
+_WORK_DEFAULTS: dict[str, Any] = {
+    "stmt": None, "setup": "", "global_setup": "", "batch_setup": None, "language": "python",
+    "num_threads": 1, "number": DEFAULT_NUMBER, "repeats": 1, "baseline": True, "scope": "function",
+    "globals": None, "detail": "symbols", "retain_out_file": False, "layers": None, BASELINE_ONLY: False,
+}
+# What only names or labels a task: a counting child never needs it.
+_NOT_WORK = ("label", "sub_label", "description", "min_run_time")
+
+
+def counted_request(task: Task, min_run_time: float) -> dict[str, Any]:
+    """The request a counting child of a zygote gets for ``task``: the work alone, in one form.
+
+    A request's bytes become the child's heap, and the heap a count starts
+    from moves it (glibc's aligned allocations and frees cost more or less
+    with the addresses they meet): ``bench`` sends a suite's labels and no
+    run count, ``collect_callgrind`` the run count and no labels, so the same
+    statement counted 0.3-1.2% apart. Here every Timer task in instruction
+    mode becomes the same request for the same work: no suite, name or
+    labels, every parameter present with its default, in one order. Other
+    kinds lose their suite and name only (their runners may read anything).
+    """
+    data = task.to_json()
+    data["suite"] = data["name"] = ""
+    if task.kind != "timer" or task.mode != "instructions":
+        return {"task": data, "min_run_time": min_run_time}
+    p = task.params
+    work = {key: (default if p.get(key) is None else p[key]) for key, default in _WORK_DEFAULTS.items()}
+    if work["setup"] == "pass":
+        work["setup"] = ""
+    work["language"] = "python" if parse_language(work["language"]) is Language.PYTHON else "cpp"
+    work["baseline"] = bool(work["baseline"]) and work["language"] == "python"  # C++ has none
+    rest = {key: p[key] for key in sorted(p) if key not in _WORK_DEFAULTS and key not in _NOT_WORK}
+    data["params"] = {**work, **rest}
+    return {"task": data, "min_run_time": 0.0}
+
+
 def baseline_first(task: Task, zygote: Zygote) -> Task | None:
     """The task measuring ``task``'s baseline in a child of ``zygote`` of its own, when none has yet.
 

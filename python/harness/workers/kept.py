@@ -40,8 +40,7 @@ from typing import Any
 from harness.errors import UsageError
 from harness.model.result import TaskResult
 from harness.model.task import Task
-from harness.options import KEEP_WORKER_ENV
-from harness.workers.process import worker_env
+from harness.workers.process import VOLATILE_ENV, worker_env
 from harness.workers.protocol import (
     STDERR_TAIL_BYTES,
     WORKER_MODULE,
@@ -51,9 +50,9 @@ from harness.workers.protocol import (
     request_line,
 )
 
-# Variables that change from one shell command to the next without changing
-# what a worker measures.
-_VOLATILE_ENV = ("_", "OLDPWD", "PWD", "SHLVL", "PYTEST_CURRENT_TEST", "COLUMNS", "LINES", KEEP_WORKER_ENV)
+# Variables that change from one command to the next without changing what a
+# worker measures: a worker never sees them (``worker_env``).
+_VOLATILE_ENV = VOLATILE_ENV
 _PACKAGE_DIR = Path(__file__).resolve().parents[1]
 
 Diagnostics = Callable[[Path, int], str]
@@ -282,7 +281,7 @@ def _start_server(prefix: Sequence[str], env: dict[str, str], directory: Path, i
     full_env = worker_env(env)
     with open(directory / "stderr.log", "wb") as err:
         return subprocess.Popen(
-            [*prefix, sys.executable, "-m", WORKER_MODULE, "--listen", str(directory / "sock"),
+            [*prefix, sys.executable, "-P", "-m", WORKER_MODULE, "--listen", str(directory / "sock"),
              "--idle-timeout", repr(idle_timeout)],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,

@@ -21,7 +21,7 @@ from typing import Any
 
 from harness.model.result import TaskResult
 from harness.model.task import Task
-from harness.options import WORKER_START_TIMEOUT
+from harness.options import KEEP_WORKER_ENV, WORKER_START_TIMEOUT
 from harness.workers.protocol import (
     EXIT_LINE,
     STDERR_TAIL_BYTES,
@@ -38,9 +38,17 @@ from harness.workers.protocol import (
 PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
 
 
+# What the shell and pytest change from one command (or test) to the next without changing
+# the work, and whether the caller keeps its worker: a worker is started without them. Its environment is read into its heap
+# before any of our code runs, and the heap a count starts from moves the count (one
+# variable more moved y = x * w by 0.5%), so the same statement run from another
+# directory, or in another test, would count differently.
+VOLATILE_ENV = ("_", "OLDPWD", "PWD", "SHLVL", "PYTEST_CURRENT_TEST", "COLUMNS", "LINES", KEEP_WORKER_ENV)
+
+
 def worker_env(env: dict[str, str] | None = None) -> dict[str, str]:
-    """This process's environment, with ``env`` on top and harness importable."""
-    full_env = dict(os.environ)
+    """This process's environment less ``VOLATILE_ENV``, with ``env`` on top and harness importable."""
+    full_env = {k: v for k, v in os.environ.items() if k not in VOLATILE_ENV}
     full_env["PYTHONPATH"] = os.pathsep.join(filter(None, [PACKAGE_PARENT, full_env.get("PYTHONPATH")]))
     full_env.update(env or {})
     return full_env
@@ -67,7 +75,8 @@ class WorkerProcess:
             # The fd's number padded to a fixed width: argv (and so the stack the worker's
             # code runs on) must not depend on which fds were free, or counts would differ
             # between workers started side by side (--jobs N).
-            [*prefix, python or sys.executable, "-m", WORKER_MODULE, "--result-fd", f"{write_fd:05d}"],
+            # -P: the working directory joins sys.path only after start-up (see run.worker).
+            [*prefix, python or sys.executable, "-P", "-m", WORKER_MODULE, "--result-fd", f"{write_fd:05d}"],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,

@@ -12,7 +12,7 @@ in such a child: it reads the request from a file, answers into another and
 exits; the worker only passes lines, and its own state never reaches a count.
 
 Files (in the worker's private directory): ``request.<zygote pid>`` (the
-process group to join, a newline, the request line) and ``answer.<child
+process group to join, a newline, the request line; both pids in 7 digits) and ``answer.<child
 pid>`` (the answer's JSON). The zygote reports each child's start and end on
 a pipe; a child that crashes or dies leaves no answer, and the caller is
 told its pid and wait status.
@@ -86,8 +86,8 @@ class Zygote:
         The child joins this process's group, so whoever kills this process's
         group (a client ending a kept worker's session) kills the child too.
         """
-        request = self.directory / f"request.{self.pid}"
-        request.write_bytes(f"{os.getpgrp()}\n".encode() + line)
+        request = self.directory / f"request.{pid_text(self.pid)}"
+        request.write_bytes(f"{pid_text(os.getpgrp())}\n".encode() + line)
         try:
             try:
                 os.write(self._ctl, b"r")
@@ -147,6 +147,16 @@ class Zygote:
 _parent: Zygote | None = None
 
 
+def pid_text(pid: int) -> str:
+    """A pid as a child reads it before it counts: always 7 digits (Linux's largest pid_max is 2**22).
+
+    The length of every string a child holds when its count starts moves the
+    heap the count starts from, so a pid of 5 digits and one of 6 would count
+    the same work differently.
+    """
+    return f"{pid:07d}"
+
+
 def zygote_of_this_child() -> Zygote | None:
     """In a child forked by a zygote, that zygote (its ``pid`` and ``directory``); else None."""
     return _parent
@@ -156,7 +166,7 @@ def _answer_one(directory: Path, handle: Handler) -> None:
     """In a child: read the request, answer it into a file, exit without Python's clean-up."""
     code = 0
     try:
-        request = directory / f"request.{os.getppid()}"
+        request = directory / f"request.{pid_text(os.getppid())}"
         group, line = request.read_bytes().split(b"\n", 1)
         request.unlink()  # not left behind when the worker is killed while this child runs
         with contextlib.suppress(OSError):

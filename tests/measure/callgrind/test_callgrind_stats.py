@@ -55,7 +55,7 @@ def test_parser_matches_callgrind_annotate_exactly(profile, tmp_path: Path):
 
 
 def test_parser_totals_and_names(profile):
-    assert profile.total == 50144  # the file's "summary:" line
+    assert profile.total == 50144  # the file's "totals:" line
     assert sum(profile.exclusive.values()) == profile.total
     assert profile.trigger == "Client Request: fixture"
     assert total_from_text(FIXTURE.read_text()) == profile.total

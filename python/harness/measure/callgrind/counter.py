@@ -248,7 +248,7 @@ class CallgrindCounter(InstructionCounter):
         assert self._dir is not None
         code = 0
         try:
-            err = os.open(self._dir / f"stderr.{os.getpid()}", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            err = os.open(self._dir / _stderr_name(os.getpid()), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             os.dup2(err, 2)
             _counted_run(C, sampler, number, clocked)
         except BaseException as exc:  # noqa: BLE001 - reported to the parent
@@ -260,7 +260,7 @@ class CallgrindCounter(InstructionCounter):
     def _fail_child(self, pid: int, status: int, message: str) -> None:
         assert self._dir is not None
         log = valgrind_log(self._dir / f"valgrind.{pid}.log")
-        stderr = tail(self._dir / f"stderr.{pid}")
+        stderr = tail(self._dir / _stderr_name(pid))
         self._remove(pid)
         if os.WIFSIGNALED(status):
             what = f"the statement crashed under valgrind ({signal_name(os.WTERMSIG(status))})"
@@ -290,7 +290,7 @@ class CallgrindCounter(InstructionCounter):
                 other.append(path)  # the dump callgrind writes when the process exits
             elif name.startswith(base + ".") and name[len(base) + 1 :].isdigit():
                 dumps.append((int(name[len(base) + 1 :]), path))
-            elif name in (f"valgrind.{pid}.log", f"stderr.{pid}") and pid != os.getpid():
+            elif name in (f"valgrind.{pid}.log", _stderr_name(pid)) and pid != os.getpid():
                 other.append(path)
         return [p for _, p in sorted(dumps)], other
 
@@ -309,6 +309,11 @@ class CallgrindCounter(InstructionCounter):
         dumps, other = self._dumps(pid)
         for path in (*dumps, *other):
             path.unlink(missing_ok=True)
+
+
+def _stderr_name(pid: int) -> str:
+    # Opened by the counting child just before its region: a name of one length for every pid.
+    return f"stderr.{pid:07d}"
 
 
 def _fixed_layout() -> list[str]:

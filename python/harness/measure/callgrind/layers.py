@@ -195,9 +195,10 @@ def layer_counts(
 ) -> Layering:
     """Classify ``exclusive - baseline`` (per-function counts of ``number`` runs).
 
-    ``total``: the count the layers must add up to (a profile's summary line
-    minus the baseline's); any difference from the functions' sum is put in
-    "other" as ``UNATTRIBUTED`` rather than lost.
+    ``total``: the count the layers must add up to (a profile's total minus
+    the baseline's); any difference from the functions' sum (a dump read
+    from its ``summary:`` line, having no ``totals:``) is put in "other" as
+    ``UNATTRIBUTED`` rather than lost.
     """
     rules = rules or load_rules()
     delta: defaultdict[str, int] = defaultdict(int)
