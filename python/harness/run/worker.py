@@ -33,7 +33,6 @@ def serve(result_fd: int) -> int:
     from harness.run import dispatch  # noqa: F401 - loaded before saying ready
 
     zygote = start_zygote()
-    search_working_directory()
     answer_line = _answerer(zygote)
     out = os.fdopen(result_fd, "w", buffering=1, encoding="utf-8")
 
@@ -55,41 +54,35 @@ def serve(result_fd: int) -> int:
 
 
 def start_zygote() -> Zygote | None:
-    """In a callgrind worker, the zygote every request runs in a fresh child of (``workers.zygote``).
+    """The end of start-up: in a callgrind worker, the zygote every request runs in a fresh child of
+    (``workers.zygote``); None elsewhere.
 
     Only there: callgrind's counts are exact, so the heap a count starts from
-    shows in it; a hardware counter's noise is larger than that.
+    shows in it; a hardware counter's noise is larger than that. Either way,
+    the working directory joins sys.path here, first, as ``python -m`` would
+    have put it: workers start with ``-P`` so that start-up imports never list
+    it, because the names in it would become the heap every count starts from
+    (a file created beside a run, its output or a lock, moved the count of the
+    same statement: 970,243 and 970,619 instructions for ``y = x * w``).
+    Statements and suites still import from it as before.
     """
     from harness.core import native
     from harness.options import CALLGRIND_DIR_ENV, COUNTER_ENV, env
 
     directory = env(CALLGRIND_DIR_ENV)
-    if env(COUNTER_ENV) != "callgrind" or not directory or not native().callgrind.running_on_valgrind():
-        return None
-    if threading.active_count() > 1:
-        return None  # a fork copies only this thread
-    # What requests use, imported once here rather than in every child.
-    import torch  # noqa: F401
+    counting = env(COUNTER_ENV) == "callgrind" and directory and native().callgrind.running_on_valgrind()
+    if counting and threading.active_count() == 1:  # a fork copies only this thread
+        # What requests use, imported once here rather than in every child.
+        import torch  # noqa: F401
 
-    from harness.run import grouped_task, instructions, sampler_task, timer_task  # noqa: F401
+        from harness.run import grouped_task, instructions, sampler_task, timer_task  # noqa: F401
 
-    _warm_up_torch()
-    search_working_directory()
-    return Zygote(directory, handle)
-
-
-def search_working_directory() -> None:
-    """Put the working directory first on sys.path, as ``python -m`` would have, now that start-up is done.
-
-    Workers start with ``-P`` so that start-up imports never list the working
-    directory: the names in it would become the heap every count starts from,
-    and a file created beside a run (its output, a lock) moved the count of
-    the same statement (970,243 and 970,619 instructions for ``y = x * w``).
-    Statements and suites still import from it as before.
-    """
-    cwd = os.getcwd()
-    if not sys.path or sys.path[0] != cwd:
-        sys.path.insert(0, cwd)
+        _warm_up_torch()
+    else:
+        counting = False
+    if sys.path[:1] != [os.getcwd()]:
+        sys.path.insert(0, os.getcwd())
+    return Zygote(directory, handle) if counting else None
 
 
 def _warm_up_torch() -> None:
@@ -133,12 +126,9 @@ def _answerer(zygote: Zygote | None) -> Callable[[str | bytes], dict[str, Any] |
         first = baseline_first(task, zygote)
         if first is not None:
             # Its failure is the statement's to report: a child measures the baseline itself then.
-            done = zygote.run(json.dumps(counted_request(first, 0.0)).encode())
+            done = zygote.run(counted_request(first, 0.0))
             _remove_child_files(zygote.directory, done.pid, keep_log=False)
-        child_request = counted_request(task, request.get("min_run_time") or 0.0)
-        if request.get("kind"):
-            child_request["kind"] = request["kind"]
-        outcome = zygote.run(json.dumps(child_request).encode())
+        outcome = zygote.run(counted_request(task, request.get("min_run_time") or 0.0, request.get("kind")))
         _remove_child_files(zygote.directory, outcome.pid, keep_log=outcome.answer is None)
         if outcome.answer is not None:
             if isinstance(outcome.answer.get("result"), dict):
@@ -232,7 +222,6 @@ def serve_kept(path: str, idle_timeout: float) -> int:
     from harness.workers.kept_server import serve_socket
 
     zygote = start_zygote()
-    search_working_directory()
     answer_line = _answerer(zygote)
 
     directory = os.path.dirname(path)

@@ -50,9 +50,6 @@ from harness.workers.protocol import (
     request_line,
 )
 
-# Variables that change from one command to the next without changing what a
-# worker measures: a worker never sees them (``worker_env``).
-_VOLATILE_ENV = VOLATILE_ENV
 _PACKAGE_DIR = Path(__file__).resolve().parents[1]
 
 Diagnostics = Callable[[Path, int], str]
@@ -101,7 +98,7 @@ def worker_key(prefix_options: Sequence[str], env: dict[str, str], slot: int = 0
         "python": os.path.realpath(sys.executable),
         "harness": _fingerprint(files),
         "torch": _fingerprint([Path(torch_spec)]) if torch_spec else None,
-        "env": {k: v for k, v in sorted(env.items()) if k not in _VOLATILE_ENV},
+        "env": {k: v for k, v in sorted(env.items()) if k not in VOLATILE_ENV},
         "cwd": os.getcwd(),
         "options": list(prefix_options),
         "slot": slot,

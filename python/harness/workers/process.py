@@ -38,10 +38,11 @@ from harness.workers.protocol import (
 PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
 
 
-# What the shell and pytest change from one command (or test) to the next without changing
-# the work, and whether the caller keeps its worker: a worker is started without them. Its environment is read into its heap
-# before any of our code runs, and the heap a count starts from moves the count (one
-# variable more moved y = x * w by 0.5%), so the same statement run from another
+# What the shell and pytest change from one command (or test) to the next without
+# changing the work, and whether the caller keeps its worker: a worker starts without
+# them (and a kept worker's identity ignores them). A worker's environment is read into
+# its heap before any of our code runs, and the heap a count starts from moves the count
+# (one variable more moved y = x * w by 0.5%), so the same statement run from another
 # directory, or in another test, would count differently.
 VOLATILE_ENV = ("_", "OLDPWD", "PWD", "SHLVL", "PYTEST_CURRENT_TEST", "COLUMNS", "LINES", KEEP_WORKER_ENV)
 

@@ -12,8 +12,8 @@ in such a child: it reads the request from a file, answers into another and
 exits; the worker only passes lines, and its own state never reaches a count.
 
 Files (in the worker's private directory): ``request.<zygote pid>`` (the
-process group to join, a newline, the request line; both pids in 7 digits) and ``answer.<child
-pid>`` (the answer's JSON). The zygote reports each child's start and end on
+process group to join, a newline, the request line; both pids in 7 digits)
+and ``answer.<child pid>`` (the answer's JSON). The zygote reports each child's start and end on
 a pipe; a child that crashes or dies leaves no answer, and the caller is
 told its pid and wait status.
 """

@@ -120,7 +120,7 @@ def test_jobs_and_entry_points_count_the_same(bench_counts, timer_counts):
     one, two = bench_counts[1], bench_counts[2]
     assert one == two
     # Timer.collect_callgrind and bench --mode instructions: the same statement, the same count.
-    per_run = (timer_counts["mul"][0]) / 100
+    per_run = timer_counts["mul"][0] / 100
     assert per_run == one["a_mul"], (per_run, one["a_mul"])
 
 

@@ -38,6 +38,7 @@ from harness.measure.callgrind.logs import signal_name, tail, valgrind_log
 from harness.measure.callgrind.profile import Profile, parse_text, total_from_text
 from harness.measure.counters.base import CollectorOff, InstructionCounter, Sampler, fresh_code, warm_up
 from harness.options import CALLGRIND_DIR_ENV
+from harness.workers.zygote import pid_text
 
 VALGRIND_INSTALL_HINT = (
     "install it with `apt-get install valgrind` (Debian/Ubuntu), `dnf install valgrind` (Fedora) "
@@ -313,7 +314,7 @@ class CallgrindCounter(InstructionCounter):
 
 def _stderr_name(pid: int) -> str:
     # Opened by the counting child just before its region: a name of one length for every pid.
-    return f"stderr.{pid:07d}"
+    return f"stderr.{pid_text(pid)}"
 
 
 def _fixed_layout() -> list[str]:

@@ -69,9 +69,11 @@ def total_from_text(text: str) -> int:
         raise CallgrindFormatError("callgrind output has no 'events:' line")
     index = _ir_index(events.group(1).split())
     for key in ("totals", "summary"):
-        found = re.search(rf"^{key}:[ \t]*(.*)$", text, re.M)
-        if found:
-            values = found.group(1).split()
+        # "totals:" is the file's last line: found from the end, not by a scan of the whole dump.
+        at = text.rfind(f"\n{key}:")
+        if at >= 0:
+            end = text.find("\n", at + 1)
+            values = text[at + len(key) + 2 : end if end >= 0 else len(text)].split()
             return int(values[index]) if index < len(values) else 0
     return parse_text(text).total
 
