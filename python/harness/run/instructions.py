@@ -60,12 +60,41 @@ _baselines: dict[tuple[Any, ...], Profile] = {}
 BASELINE_ONLY = "baseline_only"
 
 
-def _positive_int(params: Mapping[str, Any], key: str, default: int) -> int:
+# What a Timer task's count depends on, in one order, with the value a task that leaves one out gets:
+# the one table of these defaults (the runner, the baseline and the counting child's request read it).
+_WORK_DEFAULTS: dict[str, Any] = {
+    "stmt": None, "setup": "", "global_setup": "", "batch_setup": None, "language": "python",
+    "num_threads": 1, "number": DEFAULT_NUMBER, "repeats": 1, "baseline": True, "scope": "function",
+    "globals": None, "detail": "symbols", "retain_out_file": False, "layers": None, BASELINE_ONLY: False,
+}
+# What only names or labels a task: a counting child never needs it.
+_NOT_WORK = ("label", "sub_label", "description", "min_run_time")
+
+
+
+def _positive_int(params: Mapping[str, Any], key: str) -> int:
     value = params.get(key)
     if value is None:
-        return default
+        return _WORK_DEFAULTS[key]
     require_positive(key, value, int)
     return value
+
+
+def _text(params: Mapping[str, Any], key: str) -> str:
+    """A text parameter; left out or empty, its default."""
+    return params.get(key) or _WORK_DEFAULTS[key]
+
+
+def _flag(params: Mapping[str, Any], key: str) -> bool:
+    value = params.get(key)
+    return bool(_WORK_DEFAULTS[key] if value is None else value)
+
+
+def _detail(params: Mapping[str, Any]) -> str:
+    detail = _text(params, "detail")
+    if detail not in DETAILS:
+        raise UsageError(f"detail must be one of {', '.join(DETAILS)}, got {detail!r}")
+    return detail
 
 
 def _python_block(
@@ -99,17 +128,15 @@ def run_timer_instructions(task: Task, min_run_time: float) -> TaskResult:
     """The runner for Timer tasks in instruction mode (called by ``run_timer_task``)."""
     p = task.params
     counter = worker_counter()
-    language = parse_language(p.get("language", "python"))
-    number = _positive_int(p, "number", DEFAULT_NUMBER)
-    repeats = _positive_int(p, "repeats", 1)
-    threads = _positive_int(p, "num_threads", 1)
-    detail = p.get("detail") or "symbols"
-    if detail not in DETAILS:
-        raise UsageError(f"detail must be one of {', '.join(DETAILS)}, got {detail!r}")
+    language = parse_language(_text(p, "language"))
+    number = _positive_int(p, "number")
+    repeats = _positive_int(p, "repeats")
+    threads = _positive_int(p, "num_threads")
+    detail = _detail(p)
     python = language is Language.PYTHON
-    scope = p.get("scope") or "function"
+    scope = _text(p, "scope")
     check_scope(scope, python, p.get("batch_setup"))
-    want_baseline = bool(p.get("baseline", True)) and python
+    want_baseline = _flag(p, "baseline") and python
 
     with torch_threads(threads):
         if p.get(BASELINE_ONLY):
@@ -166,16 +193,6 @@ def _save_baseline(key: tuple[Any, ...], profile: Profile) -> None:
         atomic_write_text(path, json.dumps(_profile_json(profile)))
 
 
-# What a Timer task's count depends on, in one order, with the value a task that leaves one out gets.
-_WORK_DEFAULTS: dict[str, Any] = {
-    "stmt": None, "setup": "", "global_setup": "", "batch_setup": None, "language": "python",
-    "num_threads": 1, "number": DEFAULT_NUMBER, "repeats": 1, "baseline": True, "scope": "function",
-    "globals": None, "detail": "symbols", "retain_out_file": False, "layers": None, BASELINE_ONLY: False,
-}
-# What only names or labels a task: a counting child never needs it.
-_NOT_WORK = ("label", "sub_label", "description", "min_run_time")
-
-
 def counted_request(task: Task, min_run_time: float, kind: dict[str, Any] | None = None) -> bytes:
     """The request line a counting child of a zygote gets for ``task``: the work alone, in one form.
 
@@ -196,7 +213,7 @@ def counted_request(task: Task, min_run_time: float, kind: dict[str, Any] | None
     if work["setup"] == "pass":
         work["setup"] = ""
     work["language"] = "python" if parse_language(work["language"]) is Language.PYTHON else "cpp"
-    work["baseline"] = bool(work["baseline"]) and work["language"] == "python"  # C++ has none
+    work["baseline"] = _flag(p, "baseline") and work["language"] == "python"  # C++ has none
     rest = {key: p[key] for key in sorted(p) if key not in _WORK_DEFAULTS and key not in _NOT_WORK}
     return request_line(dataclasses.replace(task, suite="", name="", params={**work, **rest}), 0.0, kind)
 
@@ -210,13 +227,13 @@ def baseline_first(task: Task, zygote: Zygote) -> Task | None:
     measured once per zygote in a fresh child, and the children read it.
     """
     p = task.params
-    if task.kind != "timer" or task.mode != "instructions" or not p.get("baseline", True):
+    if task.kind != "timer" or task.mode != "instructions" or not _flag(p, "baseline"):
         return None
-    if parse_language(p.get("language", "python")) is not Language.PYTHON:
+    if parse_language(_text(p, "language")) is not Language.PYTHON:
         return None
-    number = _positive_int(p, "number", DEFAULT_NUMBER)
-    threads = _positive_int(p, "num_threads", 1)
-    detail, scope = p.get("detail") or "symbols", p.get("scope") or "function"
+    number = _positive_int(p, "number")
+    threads = _positive_int(p, "num_threads")
+    detail, scope = _text(p, "detail"), _text(p, "scope")
     if _baseline_path(zygote, ("callgrind", number, threads, detail, scope)).exists():
         return None
     params = {"stmt": "pass", "number": number, "num_threads": threads, "detail": detail, "scope": scope,
@@ -236,11 +253,9 @@ def count_task(task: Task, sampler: Any, *, clocked: bool, baseline: Any = None)
     """
     p = task.params
     counter = worker_counter()
-    number = _positive_int(p, "number", DEFAULT_NUMBER)
-    repeats = _positive_int(p, "repeats", 1)
-    detail = p.get("detail") or "symbols"
-    if detail not in DETAILS:
-        raise UsageError(f"detail must be one of {', '.join(DETAILS)}, got {detail!r}")
+    number = _positive_int(p, "number")
+    repeats = _positive_int(p, "repeats")
+    detail = _detail(p)
     stmt = counter.measure(sampler, number, repeats, clocked=clocked, detail=detail != "total")
     base = None
     if baseline is not None:

@@ -13,6 +13,7 @@ starts another.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import faulthandler
 import json
 import os
@@ -78,6 +79,7 @@ def start_zygote() -> Zygote | None:
         from harness.run import grouped_task, instructions, sampler_task, timer_task  # noqa: F401
 
         _warm_up_torch()
+        _find_cpp_toolchain()
     else:
         counting = False
     if sys.path[:1] != [os.getcwd()]:
@@ -110,6 +112,23 @@ def _warm_up_torch() -> None:
     finally:
         C.region_end()
         C.stop_instrumentation()
+
+
+def _find_cpp_toolchain() -> None:
+    """Ask the C++ compiler what it is (``--version``, its linker) once, before the zygote is forked.
+
+    Otherwise each child measuring a C++ statement would start three
+    processes and read their output through pipes before its count, in as
+    many chunks as the output happened to arrive in: the same statement
+    counted 559,218 or 558,582 instructions from one call to the next.
+    Without a usable compiler there is nothing to find; a C++ statement then
+    reports that itself.
+    """
+    from harness.errors import BuildError
+    from harness.measure.cpp.toolchain import toolchain
+
+    with contextlib.suppress(BuildError):
+        toolchain()
 
 
 def _answerer(zygote: Zygote | None) -> Callable[[str | bytes], dict[str, Any] | None]:

@@ -10,15 +10,18 @@ instruction-count page (docs/instruction-counts.md), whose bounds are asserted
 here.
 
 Cost (2-core machine): one Timer worker counting 5 statements, two bench runs
-(``--jobs 1`` and ``--jobs 2``); about 2 minutes, most of it valgrind start-ups.
+(``--jobs 1`` and ``--jobs 2``), three more in another TMPDIR (fresh, then a kept worker
+started and reused); about 3.5 minutes, most of it valgrind start-ups.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -26,8 +29,10 @@ import pytest
 
 pytestmark = pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
 
-# C++ statements in one process: the docs' bound (measured up to 0.40%, in glibc's aligned allocations).
-CPP_IN_ONE_PROCESS = 0.01
+# A kept worker against a fresh one in the same environment: the docs' bounds. Measured: y = x * w
+# 967,457 against 967,461 (4 instructions); auto y = x * w; identical (557,309) in one pair of runs,
+# 557,309 against 568,599 (2.0%) in another: the few states glibc's aligned allocations settle in.
+KEPT_AND_FRESH = {"python": 0.002, "cpp": 0.03}
 
 SETUP = "x = torch.ones(4, 4)\nw = torch.ones(4, 4)"
 CPP_STMT, CPP_SETUP = "auto y = x * w;", "auto x = torch::ones({4, 4}); auto w = torch::ones({4, 4});"
@@ -57,6 +62,7 @@ SUITE = textwrap.dedent(
     suite.timer("b_cat", "y = torch.cat([x, w]).sum()", setup={SETUP!r})
     suite.timer("c_add", "y = x + 1", setup={SETUP!r})
     suite.timer("d_mul_again", "y = x * w", setup={SETUP!r})
+    suite.timer("e_cpp", {CPP_STMT!r}, setup={CPP_SETUP!r}, language="c++")
     """
 )
 
@@ -91,6 +97,29 @@ def bench_counts(root, timer_counts) -> dict[int, dict[str, float]]:
     return counts
 
 
+@pytest.fixture(scope="module")
+def kept_counts(root) -> list[dict[str, float]]:
+    """Three runs in one environment: a fresh worker's, then two with --keep-worker (the first
+    starts the kept worker, the second is served by it)."""
+    short = Path(tempfile.mkdtemp(prefix="hp", dir="/tmp"))  # the kept worker's socket lives under it
+    env = {**os.environ, "TMPDIR": str(short)}
+    try:
+        runs = []
+        for i, keep in enumerate(([], ["--keep-worker", "120"], ["--keep-worker", "120"])):
+            out = root / f"kept{i}.json"
+            proc = subprocess.run(
+                [sys.executable, "-m", "harness", "bench", "--path", str(root), "--mode", "instructions",
+                 "--counter", "callgrind", *keep, "--output", str(out)],
+                capture_output=True, text=True, timeout=900, cwd=root, env=env,
+            )
+            assert proc.returncode == 0, proc.stderr
+            runs.append({r["task"]["name"]: r["samples"][0] for r in json.loads(out.read_text())["results"]})
+        return runs
+    finally:
+        subprocess.run(["pkill", "-KILL", "-f", "--", f"--listen {short}"], check=False)
+        shutil.rmtree(short, ignore_errors=True)
+
+
 def _apart(a: float, b: float) -> float:
     return abs(a - b) / min(a, b)
 
@@ -102,12 +131,28 @@ def test_a_python_statement_counts_the_same_however_often_and_whenever(timer_cou
 
 def test_a_cpp_statement_counted_twice_in_one_process(timer_counts):
     a, b = timer_counts["cpp"]
-    assert _apart(a, b) <= CPP_IN_ONE_PROCESS, (a, b)
+    assert a == b > 0
+
+
+def test_a_count_taken_inside_a_pytest_test_is_the_same(timer_counts, root, monkeypatch):
+    """collect_callgrind called in this test's own process (pytest's environment, its bookkeeping
+    variables changing from phase to phase) counts what the script outside pytest counted."""
+    import harness
+    from harness.measure.callgrind.collect import shared_worker
+
+    monkeypatch.chdir(root)  # the script's working directory
+    shared_worker().close()  # one an earlier test started works elsewhere
+    try:
+        s = harness.Timer("y = x * w", setup=SETUP).collect_callgrind(number=100)
+    finally:
+        shared_worker().close()  # later tests get one of their own directory
+    assert s.counts() - s.baseline_exclusive_stats.sum() == timer_counts["mul"][0]
 
 
 def test_first_and_last_in_a_suite_count_the_same(bench_counts):
     for counts in bench_counts.values():
         assert counts["a_mul"] == counts["d_mul_again"] > 0
+        assert counts["e_cpp"] > 0
         assert counts["c_add"] != counts["a_mul"]  # and different work counts differently
 
 
@@ -124,9 +169,20 @@ def test_jobs_and_entry_points_count_the_same(bench_counts, timer_counts):
     assert per_run == one["a_mul"], (per_run, one["a_mul"])
 
 
+def test_a_kept_worker_counts_like_a_fresh_one(kept_counts):
+    """A kept worker repeats itself exactly, and counts like a fresh worker of the same environment
+    within the docs' bound (its own command line and directory are all that differ)."""
+    fresh, first, second = kept_counts
+    assert first == second
+    assert first.keys() == fresh.keys()
+    for name, count in first.items():
+        bound = KEPT_AND_FRESH["cpp" if name == "e_cpp" else "python"]
+        assert _apart(count, fresh[name]) <= bound, (name, count, fresh[name])
+
+
 def test_the_docs_name_the_bounds():
     """The bounds asserted here are the ones the instruction-count page states, and the README links it."""
     root = Path(__file__).resolve().parents[3]
     page = (root / "docs" / "instruction-counts.md").read_text()
-    assert f"{CPP_IN_ONE_PROCESS:.1%}" in page and "the same environment" in page
+    assert all(f"{bound:.2%}" in page for bound in KEPT_AND_FRESH.values()) and "the same environment" in page
     assert "(docs/instruction-counts.md)" in (root / "README.md").read_text()
