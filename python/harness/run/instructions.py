@@ -71,7 +71,6 @@ _WORK_DEFAULTS: dict[str, Any] = {
 _NOT_WORK = ("label", "sub_label", "description", "min_run_time")
 
 
-
 def _positive_int(params: Mapping[str, Any], key: str) -> int:
     value = params.get(key)
     if value is None:

@@ -16,6 +16,7 @@ import hashlib
 import json
 import subprocess
 import sysconfig
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -47,11 +48,29 @@ def include_dirs() -> list[Path]:
     )
 
 
+def _output(cmd: Sequence[str], timeout: float) -> tuple[int, str]:
+    """``cmd``'s exit status and standard output, read from a file once it has exited.
+
+    Not through a pipe: a pipe's reader gets the output in as many pieces as
+    it happened to arrive in, and a callgrind worker asks these questions
+    before it forks the zygote every count starts from (``run.worker``), so
+    the pieces would become a heap that differs from worker to worker.
+    """
+    with tempfile.TemporaryFile() as out:
+        proc = subprocess.run(list(cmd), stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.DEVNULL,
+                              timeout=timeout)
+        out.seek(0)
+        return proc.returncode, out.read().decode("utf-8", "replace")
+
+
 def _run(cmd: Sequence[str]) -> str:
     try:
-        return subprocess.run(list(cmd), capture_output=True, text=True, check=True, timeout=60).stdout
+        code, out = _output(cmd, 60)
     except (OSError, subprocess.SubprocessError) as exc:
         raise BuildError(f"cannot run {' '.join(cmd)}: {exc}") from None
+    if code != 0:
+        raise BuildError(f"cannot run {' '.join(cmd)}: it exited with status {code}")
+    return out
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,10 +100,10 @@ class Toolchain:
 def _fast_linker(cxx: str) -> list[str]:
     """gold links a statement module against libtorch in about half the time of ld.bfd, when present."""
     try:
-        out = subprocess.run([cxx, "-fuse-ld=gold", "-Wl,--version"], capture_output=True, text=True, timeout=30)
+        code, out = _output([cxx, "-fuse-ld=gold", "-Wl,--version"], 30)
     except (OSError, subprocess.SubprocessError):
         return []
-    return ["-fuse-ld=gold"] if out.returncode == 0 and "gold" in out.stdout.lower() else []
+    return ["-fuse-ld=gold"] if code == 0 and "gold" in out.lower() else []
 
 
 @functools.cache
