@@ -34,6 +34,7 @@ from typing import Any
 
 from harness.errors import UsageError
 from harness.files.atomic import atomic_write_text
+from harness.measure.callgrind.counter import CallgrindCounter
 from harness.measure.callgrind.globals import load_globals
 from harness.measure.callgrind.layers import layer_counts, load_rules
 from harness.measure.callgrind.profile import Profile
@@ -140,7 +141,7 @@ def run_timer_instructions(task: Task, min_run_time: float) -> TaskResult:
     with torch_threads(threads):
         if p.get(BASELINE_ONLY):
             baseline = _measure_baseline(counter, number, detail, scope)
-            _save_baseline(_baseline_key(counter, number, threads, detail, scope), baseline)
+            _save_baseline(_baseline_key(counter.name, p), baseline)
             return instruction_result(task, counter, [baseline], None, number, "total")
         if python:
             block = _python_block(p, p["stmt"], counter, with_globals=True, scope=scope)
@@ -150,7 +151,7 @@ def run_timer_instructions(task: Task, min_run_time: float) -> TaskResult:
         stmt = measure_block(block, counter, number, repeats, clocked=python, detail=detail, keep_text=keep_text)
         baseline = None
         if want_baseline:
-            key = _baseline_key(counter, number, threads, detail, scope)
+            key = _baseline_key(counter.name, p)
             baseline = _baselines.get(key) or _load_baseline(key)
             if baseline is None:
                 baseline = _measure_baseline(counter, number, detail, scope)
@@ -158,8 +159,10 @@ def run_timer_instructions(task: Task, min_run_time: float) -> TaskResult:
     return instruction_result(task, counter, stmt, baseline, number, detail)
 
 
-def _baseline_key(counter: InstructionCounter, number: int, threads: int, detail: str, scope: str) -> tuple[Any, ...]:
-    return (counter.name, number, threads, detail, scope)
+def _baseline_key(counter_name: str, params: Mapping[str, Any]) -> tuple[Any, ...]:
+    """The one key a baseline is saved and found by: what an empty statement's count depends on."""
+    return (counter_name, _positive_int(params, "number"), _positive_int(params, "num_threads"), _detail(params),
+            _text(params, "scope"))
 
 
 def _measure_baseline(counter: InstructionCounter, number: int, detail: str, scope: str) -> Profile:
@@ -230,11 +233,13 @@ def baseline_first(task: Task, zygote: Zygote) -> Task | None:
         return None
     if parse_language(_text(p, "language")) is not Language.PYTHON:
         return None
-    number = _positive_int(p, "number")
-    threads = _positive_int(p, "num_threads")
-    detail, scope = _text(p, "detail"), _text(p, "scope")
-    if _baseline_path(zygote, ("callgrind", number, threads, detail, scope)).exists():
+    try:
+        key = _baseline_key(CallgrindCounter.name, p)  # a zygote is callgrind's
+    except UsageError:
+        return None  # the statement's own child refuses the parameter, with its message
+    if _baseline_path(zygote, key).exists():
         return None
+    _, number, threads, detail, scope = key
     params = {"stmt": "pass", "number": number, "num_threads": threads, "detail": detail, "scope": scope,
               BASELINE_ONLY: True}
     # No suite or name: the request's bytes become the child's heap (see run.worker).
