@@ -86,6 +86,9 @@ def main() -> None:
         worst = max((abs(r.samples[0] / serial[r.task.key][0] - 1) for r in results
                      if r.ok and r.samples and serial.get(r.task.key) and serial[r.task.key][0]), default=0.0)
         print(f"  {label:<16} {same} of {len(results)} identical; largest difference {worst * 100:.2f}%")
+        for r in results:
+            if r.ok and r.samples and serial.get(r.task.key) and serial[r.task.key] != r.samples:
+                print(f"    {r.task.key}: {r.samples[0]:.2f} against {serial[r.task.key][0]:.2f} serial")
 
     print("(3) predicted wall time of the full default suites, longest task first")
     measured = durations_of([runs["serial"][1]])

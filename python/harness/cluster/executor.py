@@ -107,7 +107,7 @@ class _Driver:
     """One run's submissions, results and per-node progress."""
 
     def __init__(self, tasks: Sequence[Task], options: RunOptions, counter: InstructionCounter | None,
-                 on_result: OnResult, on_nodes: OnNodes | None) -> None:
+                 on_result: OnResult, on_nodes: OnNodes | None, environ: dict[str, str]) -> None:
         import ray
 
         from harness.cluster.remote import run_remote
@@ -118,7 +118,7 @@ class _Driver:
         self.counter_name = counter.name if counter is not None else ""
         self.kinds = kinds.runner_references(tasks)
         self.driver = local_fingerprint()
-        self.environ, self.cwd = dict(os.environ), os.getcwd()  # harness's workers start as here
+        self.environ, self.cwd = environ, os.getcwd()  # harness's workers start as here
         self.remote = ray.remote(run_remote)
         self.tracker = start_tracker() if on_nodes is not None else None
         self.finished: dict[int, str] = {}
@@ -177,6 +177,10 @@ class _Driver:
 def run_on_ray(tasks: Sequence[Task], options: RunOptions, counter: InstructionCounter | None,
                on_result: OnResult, on_nodes: OnNodes | None = None) -> None:
     """Run ``tasks`` on Ray: wall-time tasks one per node, then instruction-count tasks on every CPU."""
+    # Taken before Ray is imported and started, which add variables of their own (RAY_CLIENT_MODE,
+    # RAY_AUTH_MODE, PYTHONBREAKPOINT): in harness's workers they would be a different environment
+    # from a local run's, and counts move with the environment (docs/instruction-counts.md).
+    environ = dict(os.environ)
     require_ray()
     import ray
 
@@ -186,7 +190,7 @@ def run_on_ray(tasks: Sequence[Task], options: RunOptions, counter: InstructionC
     try:
         if wall:
             _require_wall_resource(options)
-        driver = _Driver(tasks, options, counter, on_result, on_nodes)
+        driver = _Driver(tasks, options, counter, on_result, on_nodes, environ)
         if wall:
             driver.run(wall, {WALL_RESOURCE: 1})
         if counted:

@@ -7,11 +7,10 @@ runs through ``WorkerPool.run_on``: a crash or a ``--timeout`` kills only
 harness's worker and becomes a failed result, which Ray returns like any
 other (never retried: only a lost node makes Ray run a task again).
 
-harness's worker starts with the driver's environment variables and working
-directory, not the Ray worker's: the size of the environment shifts the
-stack, and with it the instruction counts of alignment-sensitive code (a
-Python-level torch op by ~0.7%), so only an identical start gives counts
-identical to a local run's.
+harness's worker starts with the driver's environment variables (as they were
+before the driver imported and started Ray) and working directory, not the Ray
+worker's: counts move with the environment (docs/instruction-counts.md), so
+only an identical start gives counts identical to a local run's.
 
 Before its first task a node compares its harness, torch and Python with the
 driver's; on a mismatch each of its tasks fails with both fingerprints named.

@@ -112,7 +112,11 @@ def _python_block(
 
 
 def _cpp_block(params: Mapping[str, Any], stmt: str) -> Any:
-    return CppBlock(stmt, params.get("setup") or "", params.get("global_setup") or "", batch_setup=params.get("batch_setup"))
+    # The statement the run's preparer compiled (run.prepare.cpp_statement): with a grouped task's
+    # output and inputs, or the counting child would compile one of its own, once per cache, and
+    # the compiler's work would become the heap its count starts from.
+    return CppBlock(stmt, params.get("setup") or "", params.get("global_setup") or "", batch_setup=params.get("batch_setup"),
+                    output=params.get("output"), inputs=tuple(params.get("inputs") or ()))
 
 
 def measure_block(

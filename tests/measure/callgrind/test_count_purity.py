@@ -29,10 +29,11 @@ import pytest
 
 pytestmark = pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
 
-# A kept worker against a fresh one in the same environment: the docs' bound. Measured: y = x * w
-# 964,380 against 965,948 (0.16%) and 970,354 against 960,132 (1.06%): the heap start-up leaves
-# differs with the command line and environment.
-KEPT_AND_FRESH = 0.015
+# A kept worker against a fresh one in the same environment: the docs' bounds. Measured (100 runs):
+# y = x * w 967,495 against 967,461 (0.004%), y = torch.cat([x, w]).sum() 0.07% and 0.11%, and
+# auto y = x * w; 568,599 against 557,309 (2.03%): a kept worker's zygote is forked from a process that
+# served a socket, and the chunks of its heap the work frees and gets back differ in their addresses.
+KEPT_AND_FRESH = {"python": 0.0015, "cpp": 0.025}
 
 SETUP = "x = torch.ones(4, 4)\nw = torch.ones(4, 4)"
 CPP_STMT, CPP_SETUP = "auto y = x * w;", "auto x = torch::ones({4, 4}); auto w = torch::ones({4, 4});"
@@ -62,6 +63,7 @@ SUITE = textwrap.dedent(
     suite.timer("b_cat", "y = torch.cat([x, w]).sum()", setup={SETUP!r})
     suite.timer("c_add", "y = x + 1", setup={SETUP!r})
     suite.timer("d_mul_again", "y = x * w", setup={SETUP!r})
+    suite.timer("e_cpp", {CPP_STMT!r}, setup={CPP_SETUP!r}, language="c++")
     """
 )
 
@@ -151,6 +153,7 @@ def test_a_count_taken_inside_a_pytest_test_is_the_same(timer_counts, root, monk
 def test_first_and_last_in_a_suite_count_the_same(bench_counts):
     for counts in bench_counts.values():
         assert counts["a_mul"] == counts["d_mul_again"] > 0
+        assert counts["e_cpp"] > 0
         assert counts["c_add"] != counts["a_mul"]  # and different work counts differently
 
 
@@ -174,12 +177,13 @@ def test_a_kept_worker_counts_like_a_fresh_one(kept_counts):
     assert first == second
     assert first.keys() == fresh.keys()
     for name, count in first.items():
-        assert _apart(count, fresh[name]) <= KEPT_AND_FRESH, (name, count, fresh[name])
+        bound = KEPT_AND_FRESH["cpp" if name == "e_cpp" else "python"]
+        assert _apart(count, fresh[name]) <= bound, (name, count, fresh[name])
 
 
 def test_the_docs_name_the_bounds():
     """The bounds asserted here are the ones the instruction-count page states, and the README links it."""
     root = Path(__file__).resolve().parents[3]
     page = (root / "docs" / "instruction-counts.md").read_text()
-    assert f"{KEPT_AND_FRESH:.2%}" in page and "the same environment" in page
+    assert all(f"{bound:.2%}" in page for bound in KEPT_AND_FRESH.values()) and "the same environment" in page
     assert "(docs/instruction-counts.md)" in (root / "README.md").read_text()

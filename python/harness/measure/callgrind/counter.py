@@ -28,6 +28,7 @@ import sys
 import tempfile
 import threading
 import traceback
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -38,7 +39,7 @@ from harness.measure.callgrind.logs import signal_name, tail, valgrind_log
 from harness.measure.callgrind.profile import Profile, parse_text, total_from_text
 from harness.measure.counters.base import CollectorOff, InstructionCounter, Sampler, fresh_code, warm_up
 from harness.options import CALLGRIND_DIR_ENV
-from harness.workers.zygote import pid_text
+from harness.workers.zygote import parked_threads, pid_text
 
 VALGRIND_INSTALL_HINT = (
     "install it with `apt-get install valgrind` (Debian/Ubuntu), `dnf install valgrind` (Fedora) "
@@ -212,11 +213,14 @@ class CallgrindCounter(InstructionCounter):
         pipes = [os.pipe() for _ in range(repeats)]
         pids = [0] * repeats
         try:
-            for i in range(repeats):
-                pid = os.fork()
-                if pid == 0:  # pragma: no cover - runs in the child
-                    self._child(C, sampler, number, clocked, pipes[i][1])
-                pids[i] = pid
+            with warnings.catch_warnings():
+                # Python 3.12 warns of fork() with a second thread; a zygote child's is parked.
+                warnings.simplefilter("ignore", DeprecationWarning)
+                for i in range(repeats):
+                    pid = os.fork()
+                    if pid == 0:  # pragma: no cover - runs in the child
+                        self._child(C, sampler, number, clocked, pipes[i][1])
+                    pids[i] = pid
         except BaseException:  # fork failed (memory?) or Ctrl-C: leave nothing behind
             for pid in pids:
                 if pid:
@@ -352,8 +356,9 @@ def _counted_run(C: Any, sampler: Sampler, number: int, clocked: bool) -> None:
 
 
 def _fork_is_safe() -> bool:
-    """Forking copies only the calling thread: unsafe with other threads or a GPU context."""
-    if not hasattr(os, "fork") or threading.active_count() > 1:
+    """Forking copies only the calling thread: unsafe with other threads (but a zygote child's
+    parked first one) or a GPU context."""
+    if not hasattr(os, "fork") or threading.active_count() - parked_threads() > 1:
         return False
     torch = sys.modules.get("torch")
     if torch is not None:
