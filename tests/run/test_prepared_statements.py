@@ -44,5 +44,5 @@ def test_the_counted_statement_is_the_prepared_one():
     for task in tasks:
         request = json.loads(counted_request(task, 0.0))
         child = Task.from_json(request["task"])
-        counted = _cpp_block(child.params, child.params["stmt"]).statement
+        counted = _cpp_block(child).statement
         assert counted.key == cpp_statement(task).key, task.name

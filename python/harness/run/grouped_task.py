@@ -7,6 +7,7 @@ TorchScript variant scripts its model first (``define.torchscript``).
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from harness.define.torchscript import ensure_scripted
@@ -16,6 +17,7 @@ from harness.measure.timer import Timer
 from harness.model.result import TaskResult
 from harness.model.task import Task
 from harness.run.instructions import run_timer_instructions
+from harness.run.prepare import cpp_statement
 
 
 def grouped_timer(task: Task) -> Any:
@@ -37,10 +39,7 @@ def grouped_timer(task: Task) -> Any:
     )
     if p["language"] == "cpp":
         # Same statement as prepare_tasks compiled (with the probe of the signature's output).
-        timer._block = CppBlock(
-            p["stmt"], p.get("setup", ""), p.get("global_setup", ""), output=p.get("output"),
-            inputs=tuple(p.get("inputs") or ()),
-        )
+        timer._block = CppBlock(**dataclasses.asdict(cpp_statement(task)))
     return timer
 
 

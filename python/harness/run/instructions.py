@@ -48,6 +48,7 @@ from harness.measure.threads import torch_threads
 from harness.model.result import TaskResult
 from harness.model.task import Task
 from harness.options import require_positive
+from harness.run.prepare import cpp_statement
 from harness.workers.protocol import request_line
 from harness.workers.zygote import Zygote, zygote_of_this_child
 
@@ -111,12 +112,11 @@ def _python_block(
     )
 
 
-def _cpp_block(params: Mapping[str, Any], stmt: str) -> Any:
-    # The statement the run's preparer compiled (run.prepare.cpp_statement): with a grouped task's
-    # output and inputs, or the counting child would compile one of its own, once per cache, and
-    # the compiler's work would become the heap its count starts from.
-    return CppBlock(stmt, params.get("setup") or "", params.get("global_setup") or "", batch_setup=params.get("batch_setup"),
-                    output=params.get("output"), inputs=tuple(params.get("inputs") or ()))
+def _cpp_block(task: Task) -> CppBlock:
+    """The statement the run's preparer compiled, from the one place that says what it is: any
+    other (a grouped task's without its output and inputs, once) would be compiled by the counting
+    child itself, and the compiler's work would become the heap its count starts from."""
+    return CppBlock(**dataclasses.asdict(cpp_statement(task)))
 
 
 def measure_block(
@@ -150,7 +150,7 @@ def run_timer_instructions(task: Task, min_run_time: float) -> TaskResult:
         if python:
             block = _python_block(p, p["stmt"], counter, with_globals=True, scope=scope)
         else:
-            block = _cpp_block(p, p["stmt"])
+            block = _cpp_block(task)
         keep_text = detail == "full" and bool(p.get("retain_out_file"))
         stmt = measure_block(block, counter, number, repeats, clocked=python, detail=detail, keep_text=keep_text)
         baseline = None
