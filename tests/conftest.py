@@ -32,9 +32,11 @@ def suite_root(tmp_path: Path, name: str, source: str) -> Path:
     return root
 
 
-def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 600):
-    """Run `python -m harness ...` in a fresh interpreter, as a user would."""
-    full_env = dict(os.environ)
+def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 600,
+            unset: tuple[str, ...] = ()):
+    """Run `python -m harness ...` in a fresh interpreter, as a user would (``unset``: variables
+    it starts without)."""
+    full_env = {k: v for k, v in os.environ.items() if k not in unset}
     full_env.update(env or {})
     return subprocess.run(
         [sys.executable, "-m", "harness", *args],

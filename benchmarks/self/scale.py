@@ -5,7 +5,10 @@ Prints, from one run on this machine:
   1. the dispatch suite (or the -k selection of it) in instruction mode: wall time of a serial run,
      of --jobs 2 and of --executor ray on a local Ray of 2 CPUs, each with its speedup over serial
      (the C++ statements are built before, so no run pays for the build; each run still starts
-     its own workers, and the Ray run its local Ray)
+     its own workers, and the Ray run its local Ray). Each configuration runs --rounds times
+     (default 2) in mirrored order, serial, jobs, Ray, Ray, jobs, serial, and the means are
+     compared: this shared VM drifts by 10-15% within minutes, which in one fixed order
+     landed on whichever configuration ran last.
                                      targets: --jobs 2 >= 1.8x serial; Ray within 10% of --jobs 2
   2. whether Ray's and --jobs 2's counts are identical to the serial counts (task by task)
                                      target: identical
@@ -16,9 +19,9 @@ Prints, from one run on this machine:
      scheduled longest task first (`harness.run.shards.makespan`, the rule --shard uses). Tasks of
      the full suite that (1) did not run weigh the mean of those it did.
 
-Run: .venv/bin/python benchmarks/self/scale.py [-k PATTERN] [--counter callgrind] [--compile-time FILE]
-It is slow under callgrind (the whole dispatch suite three times: about an hour on 2 cores);
--k narrows (1) and (2) to a part of the suite.
+Run: .venv/bin/python benchmarks/self/scale.py [-k PATTERN] [--counter callgrind] [--compile-time FILE] [--rounds N]
+It is slow under callgrind (the whole dispatch suite six times: about 16 minutes on 2 cores;
+--rounds 1, 8 minutes); -k narrows (1) and (2) to a part of the suite.
 """
 
 from __future__ import annotations
@@ -52,46 +55,61 @@ def _timed(tasks: list[Task], options: RunOptions) -> tuple[float, dict]:
     return time.perf_counter() - start, record
 
 
+def _order(labels: list[str], rounds: int) -> list[str]:
+    """Each configuration ``rounds`` times, every other round reversed (serial, jobs, Ray, Ray,
+    jobs, serial): a machine that slows down or speeds up over the run weighs on every
+    configuration alike, instead of on the last one."""
+    return [label for r in range(rounds) for label in (labels if r % 2 == 0 else labels[::-1])]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-k", dest="pattern", help="only these dispatch benchmarks in (1) and (2)")
     parser.add_argument("--counter", default="auto", choices=("auto", "callgrind", "perf"))
     parser.add_argument("--min-run-time", type=float, default=0.01)
     parser.add_argument("--compile-time", metavar="FILE", help="run record of a compile-time run (its durations)")
+    parser.add_argument("--rounds", type=int, default=2, choices=(1, 2, 3, 4),
+                        help="runs of each configuration, in mirrored order (default 2)")
     args = parser.parse_args()
 
     tasks = _tasks("dispatch", args.pattern, "instructions")
     common = {"mode": "instructions", "counter": args.counter, "min_run_time": args.min_run_time}
-    print(f"(1) dispatch suite, instruction mode ({args.counter}): {len(tasks)} tasks")
+    print(f"(1) dispatch suite, instruction mode ({args.counter}): {len(tasks)} tasks, {args.rounds} round(s)")
     prepare(tasks)  # C++ statements built and cached before any timed run, so no run pays for them
-    runs = {}
-    for label, options in (
-        ("serial", RunOptions(**common)),
-        ("--jobs 2", RunOptions(jobs=2, **common)),
-        ("ray, 2 workers", RunOptions(executor="ray", jobs=2, **common)),
-    ):
-        runs[label] = _timed(tasks, options)
-    serial_s = runs["serial"][0]
-    for label, (seconds, _) in runs.items():
-        print(f"  {label:<16} {seconds:8.1f} s   speedup {serial_s / seconds:5.2f}x")
-    jobs_s, ray_s = runs["--jobs 2"][0], runs["ray, 2 workers"][0]
-    print(f"  targets: --jobs 2 >= 1.8x ({serial_s / jobs_s:.2f}x); "
+    configs = {
+        "serial": RunOptions(**common),
+        "--jobs 2": RunOptions(jobs=2, **common),
+        "ray, 2 workers": RunOptions(executor="ray", jobs=2, **common),
+    }
+    seconds: dict[str, list[float]] = {label: [] for label in configs}
+    records: dict[str, list] = {label: [] for label in configs}
+    for label in _order(list(configs), args.rounds):
+        taken, record = _timed(tasks, configs[label])
+        seconds[label].append(taken)
+        records[label].append(record)
+    mean = {label: statistics.fmean(values) for label, values in seconds.items()}
+    for label, values in seconds.items():
+        each = " ".join(f"{v:.1f}" for v in values)
+        print(f"  {label:<16} {mean[label]:8.1f} s   speedup {mean['serial'] / mean[label]:5.2f}x   (runs: {each} s)")
+    jobs_s, ray_s = mean["--jobs 2"], mean["ray, 2 workers"]
+    print(f"  targets: --jobs 2 >= 1.8x ({mean['serial'] / jobs_s:.2f}x); "
           f"Ray within 10% of --jobs 2 ({(ray_s / jobs_s - 1) * 100:+.1f}%)")
 
-    print("(2) counts identical to the serial run's")
-    serial = {r.task.key: r.samples for r in runs["serial"][1].results}
-    for label in ("--jobs 2", "ray, 2 workers"):
-        results = runs[label][1].results
-        same = sum(serial.get(r.task.key) == r.samples for r in results)
-        worst = max((abs(r.samples[0] / serial[r.task.key][0] - 1) for r in results
-                     if r.ok and r.samples and serial.get(r.task.key) and serial[r.task.key][0]), default=0.0)
-        print(f"  {label:<16} {same} of {len(results)} identical; largest difference {worst * 100:.2f}%")
-        for r in results:
-            if r.ok and r.samples and serial.get(r.task.key) and serial[r.task.key] != r.samples:
-                print(f"    {r.task.key}: {r.samples[0]:.2f} against {serial[r.task.key][0]:.2f} serial")
+    print("(2) counts identical to the (first) serial run's")
+    serial = {r.task.key: r.samples for r in records["serial"][0].results}
+    for label, runs in records.items():
+        for n, record in enumerate(runs[1:] if label == "serial" else runs, start=2 if label == "serial" else 1):
+            results = record.results
+            same = sum(serial.get(r.task.key) == r.samples for r in results)
+            worst = max((abs(r.samples[0] / serial[r.task.key][0] - 1) for r in results
+                         if r.ok and r.samples and serial.get(r.task.key) and serial[r.task.key][0]), default=0.0)
+            print(f"  {label:<16} run {n}: {same} of {len(results)} identical; largest difference {worst * 100:.2f}%")
+            for r in results:
+                if r.ok and r.samples and serial.get(r.task.key) and serial[r.task.key] != r.samples:
+                    print(f"    {r.task.key}: {r.samples[0]:.2f} against {serial[r.task.key][0]:.2f} serial")
 
     print("(3) predicted wall time of the full default suites, longest task first")
-    measured = durations_of([runs["serial"][1]])
+    measured = durations_of(records["serial"][:1])
     mean = statistics.fmean(measured.values()) if measured else 1.0
     full_dispatch = _tasks("dispatch", None, "instructions")
     suites = {"dispatch (instructions)": [measured.get(t.key, mean) for t in full_dispatch]}

@@ -196,7 +196,9 @@ def run_tasks(tasks: Sequence[Task], options: RunOptions | None = None, on_event
             emit(Event("result", result=result, done=len(run.results), total=len(tasks)))
 
         try:
-            execute(tasks, options, counter, done, lambda nodes: emit(Event("nodes", nodes=nodes)))
+            # Per-node progress only for a caller that listens: on Ray it costs a tracker process.
+            on_nodes = (lambda nodes: emit(Event("nodes", nodes=nodes))) if on_event is not None else None
+            execute(tasks, options, counter, done, on_nodes)
         except KeyboardInterrupt as exc:
             raise RunInterrupted(run.write_interrupted(exc, len(tasks), emit), len(tasks), exc) from None
     finally:

@@ -30,15 +30,35 @@ DISPATCH = ["dispatch", "--only", "empty[py-eager,fwd,t1]", "--only", "empty_ten
             "--only", "zeros[py-eager,fwd,t1]", "--mode", "instructions", "--counter", "callgrind",
             "--min-run-time", "0.01"]
 # Counts are a function of the work and the environment (docs/instruction-counts.md): harness's
-# worker on a Ray node starts with the driver's environment as it was before ray.init added its
-# own variables, so the counts equal the serial run's exactly.
+# worker on a Ray node starts with the driver's environment as it was before `import ray` and
+# ray.init added their own variables, so the counts equal the serial run's exactly.
+# This test process imported Ray (importorskip), which set RAY_CLIENT_MODE here: the commands
+# start without it, as a user's shell would.
+RAYS_OWN = ("RAY_CLIENT_MODE",)
+
+
+def test_workers_start_without_the_variables_ray_sets():
+    code = textwrap.dedent("""
+        import os
+        os.environ["MINE"] = "kept"
+        from harness.cluster.executor import require_ray
+        from harness.workers.process import own_environment, worker_env
+        require_ray()
+        assert os.environ.get("RAY_CLIENT_MODE") == "0", "import ray no longer sets RAY_CLIENT_MODE"
+        for env in own_environment(), worker_env():  # what Ray's nodes and local workers start with
+            assert "RAY_CLIENT_MODE" not in env and env["MINE"] == "kept", sorted(env)
+        print("ok")
+    """)
+    env = {k: v for k, v in os.environ.items() if k not in RAYS_OWN}
+    r = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
 
 
 def test_ray_counts_equal_the_serial_counts(tmp_path):
     serial, on_ray = tmp_path / "serial.json", tmp_path / "ray.json"
-    r = run_cli("bench", *DISPATCH, "-o", str(serial))
+    r = run_cli("bench", *DISPATCH, "-o", str(serial), unset=RAYS_OWN)
     assert r.returncode == 0, r.stderr
-    r = run_cli("bench", *DISPATCH, "--executor", "ray", "-o", str(on_ray))
+    r = run_cli("bench", *DISPATCH, "--executor", "ray", "-o", str(on_ray), unset=RAYS_OWN)
     assert r.returncode == 0, r.stderr
     a, b = (json.loads(p.read_text())["results"] for p in (serial, on_ray))
     assert [x["task"] for x in a] == [y["task"] for y in b] and len(a) == 3
@@ -47,6 +67,29 @@ def test_ray_counts_equal_the_serial_counts(tmp_path):
         assert x["extra"]["baseline"] == y["extra"]["baseline"] > 0  # the empty loop itself
     assert all(x["samples"][0] > 1000 for x in a[1:])  # the two ops
     assert all(y["extra"]["node"]["host"] and y["extra"]["counter"] == "callgrind" for y in b)
+
+
+def test_a_local_run_after_a_ray_run_in_one_process_counts_the_same(tmp_path):
+    # Ray's variables stay in the process after its run; the next local run's workers start without them.
+    code = textwrap.dedent(f"""
+        from pathlib import Path
+        from harness.bench import run_tasks
+        from harness.define.discovery import select_suites
+        from harness.define.selection import select, with_mode
+        from harness.options import RunOptions
+        found = [t for s in select_suites(Path({str(REPO / "benchmarks")!r}), ["dispatch"]) for t in s.tasks()]
+        tasks = with_mode(select(found, "empty_tensor and py-eager"), "instructions")
+        assert len(tasks) == 1, tasks
+        common = dict(mode="instructions", counter="callgrind", min_run_time=0.01)
+        counts = [run_tasks(tasks, RunOptions(**options, **common)).results[0].samples
+                  for options in ({{}}, {{"executor": "ray", "jobs": 1}}, {{}})]
+        assert counts[0][0] > 1000 and counts[0] == counts[1] == counts[2], counts
+        print("ok")
+    """)
+    env = {k: v for k, v in os.environ.items() if k not in RAYS_OWN}
+    r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout + r.stderr
 
 
 def test_without_ray_the_flag_exits_2_with_the_install_command(tmp_path):

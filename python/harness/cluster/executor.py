@@ -29,6 +29,7 @@ from harness.model.result import TaskResult
 from harness.model.task import Task
 from harness.options import RAY_INSTALL, RAY_MAX_RETRIES, WALL_RESOURCE, RunOptions
 from harness.records.environment import local_fingerprint
+from harness.workers.process import note_library_environment, own_environment
 
 POLL_SECONDS = 0.5  # how often progress asks the tracker what runs where
 CANCEL_GRACE = 5.0  # seconds cancelled tasks get to kill their workers before Ray kills them
@@ -40,10 +41,12 @@ OnNodes = Callable[[dict[str, dict[str, int]]], None]
 
 def require_ray() -> None:
     """UsageError, with the install command, where Ray is not installed."""
+    before = dict(os.environ)
     try:
         import ray  # noqa: F401 - only asked for with --executor ray
     except ImportError:
         raise UsageError(f"--executor ray needs Ray, which is not installed; install it with: {RAY_INSTALL}") from None
+    note_library_environment(before)  # RAY_CLIENT_MODE: harness's workers start without it
 
 
 def _connect(options: RunOptions) -> bool:
@@ -61,7 +64,10 @@ def _connect(options: RunOptions) -> bool:
             raise UsageError(f"--address {options.address}: cannot join that Ray cluster ({exc}); "
                              "start it with `ray start --head` or give the head's address") from None
     else:
-        ray.init(num_cpus=options.jobs, resources={WALL_RESOURCE: 1}, object_store_memory=OBJECT_STORE_BYTES, **quiet)
+        # Ray's warnings about a cluster's set-up (token authentication, ...) do not concern a
+        # private Ray that lives as long as this run.
+        ray.init(num_cpus=options.jobs, resources={WALL_RESOURCE: 1}, object_store_memory=OBJECT_STORE_BYTES,
+                 **{**quiet, "logging_level": logging.ERROR})
     return True
 
 
@@ -123,6 +129,7 @@ class _Driver:
         self.tracker = start_tracker() if on_nodes is not None else None
         self.finished: dict[int, str] = {}
         self.shown: dict[str, dict[str, int]] | None = None
+        self.asked = 0.0  # when progress last asked the tracker (time.monotonic)
         self.index = itertools.count()
 
     def submit(self, task: Task, resources: dict[str, float]) -> tuple[Any, tuple[int, Task]]:
@@ -134,9 +141,15 @@ class _Driver:
                  self.driver, self.environ, self.cwd, self.tracker, i)
         return ref, (i, task)
 
-    def _progress(self) -> None:
+    def _progress(self, force: bool = False) -> None:
+        # At most once per POLL_SECONDS: each question is a call into the tracker's process,
+        # and on a full node every CPU second of Ray's is taken from the benchmarks.
         if self.on_nodes is None or self.tracker is None:
             return
+        now = time.monotonic()
+        if not force and now - self.asked < POLL_SECONDS:
+            return
+        self.asked = now
         import ray
 
         from harness.cluster.tracker import node_counts
@@ -169,6 +182,7 @@ class _Driver:
                     self.finished[i] = node_label(node) if isinstance(node, dict) else "(lost)"
                     self.on_result(result)
                 self._progress()
+            self._progress(force=True)
         except KeyboardInterrupt:
             _cancel(list(pending))
             raise
@@ -177,16 +191,17 @@ class _Driver:
 def run_on_ray(tasks: Sequence[Task], options: RunOptions, counter: InstructionCounter | None,
                on_result: OnResult, on_nodes: OnNodes | None = None) -> None:
     """Run ``tasks`` on Ray: wall-time tasks one per node, then instruction-count tasks on every CPU."""
-    # Taken before Ray is imported and started, which add variables of their own (RAY_CLIENT_MODE,
-    # RAY_AUTH_MODE, PYTHONBREAKPOINT): in harness's workers they would be a different environment
-    # from a local run's, and counts move with the environment (docs/instruction-counts.md).
-    environ = dict(os.environ)
     require_ray()
     import ray
 
+    # harness's workers on the nodes start with this environment, as a local run's workers do
+    # (without what Ray set in it): counts move with the environment (docs/instruction-counts.md).
+    environ = own_environment()
     wall = [t for t in tasks if t.mode != "instructions"]
     counted = [t for t in tasks if t.mode == "instructions"] if counter is not None else []
+    before = dict(os.environ)
     started_here = _connect(options)
+    note_library_environment(before)
     try:
         if wall:
             _require_wall_resource(options)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import platform
@@ -83,12 +84,21 @@ def fingerprint(environment: dict[str, Any]) -> dict[str, str]:
 
 
 def local_fingerprint() -> dict[str, str]:
-    """This process's fingerprint (the same fields as ``fingerprint``)."""
-    import torch
+    """This process's fingerprint (the same fields as ``fingerprint``).
 
+    torch's version comes from its installed metadata, which names the same build as
+    ``torch.__version__``: a Ray worker asks before its first task and never needs torch
+    itself (importing it would cost every node a second of CPU beside the benchmarks).
+    """
     from harness import _version
 
-    return {"harness": _version.__version__, "torch": str(torch.__version__), "python": sys.version.split()[0]}
+    try:
+        torch_version = importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:  # a torch without metadata (a source tree on the path)
+        import torch
+
+        torch_version = str(torch.__version__)
+    return {"harness": _version.__version__, "torch": torch_version, "python": sys.version.split()[0]}
 
 
 def describe(fp: dict[str, str]) -> str:

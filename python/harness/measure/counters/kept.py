@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from harness.measure.callgrind.counter import CallgrindCounter
 from harness.measure.callgrind.logs import valgrind_log
 from harness.measure.counters.base import InstructionCounter
 from harness.workers.kept import KeptWorker, runtime_dir, worker_key
+from harness.workers.process import own_environment
 
 
 def _valgrind_diagnostics(directory: Path, pid: int) -> str:
@@ -28,13 +28,13 @@ def open_counter_worker(
         # The directory comes from the key, so the key cannot contain it: use the options
         # of a counter pointed at a placeholder.
         options = CallgrindCounter(out_dir="/kept").worker_prefix()
-        base_env = {**os.environ, **CallgrindCounter(out_dir="/kept").worker_env()}
+        base_env = {**own_environment(), **CallgrindCounter(out_dir="/kept").worker_env()}
         directory = runtime_dir() / worker_key(options, base_env, slot)
         counter = CallgrindCounter(out_dir=str(directory))
         diagnostics = _valgrind_diagnostics
     else:
-        directory = runtime_dir() / worker_key(counter.worker_prefix(), {**os.environ, **counter.worker_env()}, slot)
+        directory = runtime_dir() / worker_key(counter.worker_prefix(), {**own_environment(), **counter.worker_env()}, slot)
     return KeptWorker.open(
-        counter.worker_prefix(), {**os.environ, **counter.worker_env()}, idle_timeout, start_timeout, directory,
+        counter.worker_prefix(), {**own_environment(), **counter.worker_env()}, idle_timeout, start_timeout, directory,
         diagnostics,
     )
