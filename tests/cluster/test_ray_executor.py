@@ -1,8 +1,9 @@
 """`bench --executor ray` on a local Ray started for the run: counts agree with the serial run's,
 Ctrl-C, Ray only where asked for, a clear error where it is absent.
 
-About 4.5 minutes on the 2-core reference VM under a load average of ~10, 4 of them callgrind
-(a serial and a Ray run of three dispatch ops); the rest about 40 s.
+About 5.5 minutes on the 2-core reference VM under a load average of ~10, 5 of them callgrind
+(a serial and a Ray run of three dispatch ops from the CLI; a serial, a Ray and a serial run of
+one op in one process, about 55 s alone); the rest about 40 s.
 """
 
 from __future__ import annotations
