@@ -9,12 +9,14 @@ an earlier run, which must stay byte-identical.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -23,6 +25,7 @@ from conftest import suite_root
 from harness.files.lock import lock_path
 from harness.records import save
 from harness.records.store import load_runs
+from process_scan import processes_with
 from synthetic_runs import full_run
 
 REPO = Path(__file__).resolve().parents[2]
@@ -89,11 +92,25 @@ def _holds_open(pid: int, path: Path) -> bool:
         return False
 
 
+def _left_behind(mark: str, timeout: float = 10.0) -> list[str]:
+    """The processes of a run marked ``mark`` still alive after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while (left := processes_with(mark)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return left
+
+
 def _interrupted_bench(root: Path, output: Path, moment: str, sig: int) -> subprocess.CompletedProcess[str]:
-    """Start bench, send ``sig`` at ``moment``, let it finish; its exit status and output."""
+    """Start bench, send ``sig`` at ``moment``, let it finish; its exit status and output.
+
+    A run stopped by SIGINT or SIGTERM leaves no process behind (its worker is killed in the
+    middle of a task that would wait for ever). SIGKILL gives the run no chance to stop its
+    worker: the test kills that orphan itself, or it would wait for its gate for ever.
+    """
     gates = root / "gated"
     wait = {"before_first_result": "one", "between_results": "two", "during_write": ""}[moment]
-    env = {**os.environ, "GATED_WAIT": wait}
+    mark = f"HARNESS_TEST_INTERRUPTED_RUN={uuid.uuid4().hex}"
+    env = {**os.environ, "GATED_WAIT": wait, **dict([mark.split("=")])}
     cmd = [sys.executable, "-m", "harness", "bench", "gated", "--path", str(root), "--output", str(output),
            "--min-run-time", "0.01"]
     lock_fd = None
@@ -119,6 +136,11 @@ def _interrupted_bench(root: Path, output: Path, moment: str, sig: int) -> subpr
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+    left = _left_behind(mark, timeout=0.0 if sig == signal.SIGKILL else 10.0)
+    for line in left:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(int(line.split(":")[0]), signal.SIGKILL)
+    assert sig == signal.SIGKILL or not left, f"{signal.Signals(sig).name} left processes behind: {left}"
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
