@@ -109,8 +109,9 @@ def _interrupted_bench(root: Path, output: Path, moment: str, sig: int) -> subpr
     """
     gates = root / "gated"
     wait = {"before_first_result": "one", "between_results": "two", "during_write": ""}[moment]
-    mark = f"HARNESS_TEST_INTERRUPTED_RUN={uuid.uuid4().hex}"
-    env = {**os.environ, "GATED_WAIT": wait, **dict([mark.split("=")])}
+    name, value = "HARNESS_TEST_INTERRUPTED_RUN", uuid.uuid4().hex
+    env = {**os.environ, "GATED_WAIT": wait, name: value}
+    mark = f"{name}={value}"  # as it stands in /proc/PID/environ
     cmd = [sys.executable, "-m", "harness", "bench", "gated", "--path", str(root), "--output", str(output),
            "--min-run-time", "0.01"]
     lock_fd = None

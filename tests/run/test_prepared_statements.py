@@ -18,8 +18,8 @@ from pathlib import Path
 from harness.define.discovery import select_suites
 from harness.define.selection import with_mode
 from harness.model.task import Task
-from harness.run.instructions import _cpp_block, counted_request
-from harness.run.prepare import cpp_statement
+from harness.run.instructions import counted_request
+from harness.run.prepare import cpp_block, cpp_statement
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
@@ -44,5 +44,5 @@ def test_the_counted_statement_is_the_prepared_one():
     for task in tasks:
         request = json.loads(counted_request(task, 0.0))
         child = Task.from_json(request["task"])
-        counted = _cpp_block(child).statement
+        counted = cpp_block(child).statement
         assert counted.key == cpp_statement(task).key, task.name

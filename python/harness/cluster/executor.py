@@ -29,7 +29,7 @@ from harness.model.result import TaskResult
 from harness.model.task import Task
 from harness.options import RAY_INSTALL, RAY_MAX_RETRIES, WALL_RESOURCE, RunOptions
 from harness.records.environment import local_fingerprint
-from harness.workers.process import note_library_environment, own_environment
+from harness.workers.process import library_may_set_environment, own_environment
 
 POLL_SECONDS = 0.5  # how often progress asks the tracker what runs where
 CANCEL_GRACE = 5.0  # seconds cancelled tasks get to kill their workers before Ray kills them
@@ -41,12 +41,11 @@ OnNodes = Callable[[dict[str, dict[str, int]]], None]
 
 def require_ray() -> None:
     """UsageError, with the install command, where Ray is not installed."""
-    before = dict(os.environ)
     try:
-        import ray  # noqa: F401 - only asked for with --executor ray
+        with library_may_set_environment():  # RAY_CLIENT_MODE: harness's workers start without it
+            import ray  # noqa: F401 - only asked for with --executor ray
     except ImportError:
         raise UsageError(f"--executor ray needs Ray, which is not installed; install it with: {RAY_INSTALL}") from None
-    note_library_environment(before)  # RAY_CLIENT_MODE: harness's workers start without it
 
 
 def _connect(options: RunOptions) -> bool:
@@ -199,9 +198,8 @@ def run_on_ray(tasks: Sequence[Task], options: RunOptions, counter: InstructionC
     environ = own_environment()
     wall = [t for t in tasks if t.mode != "instructions"]
     counted = [t for t in tasks if t.mode == "instructions"] if counter is not None else []
-    before = dict(os.environ)
-    started_here = _connect(options)
-    note_library_environment(before)
+    with library_may_set_environment():
+        started_here = _connect(options)
     try:
         if wall:
             _require_wall_resource(options)

@@ -7,17 +7,15 @@ TorchScript variant scripts its model first (``define.torchscript``).
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from harness.define.torchscript import ensure_scripted
 from harness.errors import StatementError
-from harness.measure.cpp.block import CppBlock
 from harness.measure.timer import Timer
 from harness.model.result import TaskResult
 from harness.model.task import Task
 from harness.run.instructions import run_timer_instructions
-from harness.run.prepare import cpp_statement
+from harness.run.prepare import cpp_block
 
 
 def grouped_timer(task: Task) -> Any:
@@ -39,7 +37,7 @@ def grouped_timer(task: Task) -> Any:
     )
     if p["language"] == "cpp":
         # Same statement as prepare_tasks compiled (with the probe of the signature's output).
-        timer._block = CppBlock(**dataclasses.asdict(cpp_statement(task)))
+        timer._block = cpp_block(task)
     return timer
 
 

@@ -41,14 +41,13 @@ from harness.measure.callgrind.profile import Profile
 from harness.measure.callgrind.stats import is_noisy, standardize_symbol
 from harness.measure.counters.base import InstructionCounter
 from harness.measure.counters.choice import worker_counter
-from harness.measure.cpp.block import CppBlock
 from harness.measure.language import Language, parse_language
 from harness.measure.python_block import PythonBlock, check_scope
 from harness.measure.threads import torch_threads
 from harness.model.result import TaskResult
 from harness.model.task import Task
 from harness.options import require_positive
-from harness.run.prepare import cpp_statement
+from harness.run.prepare import cpp_block
 from harness.workers.protocol import request_line
 from harness.workers.zygote import Zygote, zygote_of_this_child
 
@@ -112,13 +111,6 @@ def _python_block(
     )
 
 
-def _cpp_block(task: Task) -> CppBlock:
-    """The statement the run's preparer compiled, from the one place that says what it is: any
-    other (a grouped task's without its output and inputs, once) would be compiled by the counting
-    child itself, and the compiler's work would become the heap its count starts from."""
-    return CppBlock(**dataclasses.asdict(cpp_statement(task)))
-
-
 def measure_block(
     block: Any, counter: InstructionCounter, number: int, repeats: int, *, clocked: bool, detail: str,
     keep_text: bool = False,
@@ -150,7 +142,7 @@ def run_timer_instructions(task: Task, min_run_time: float) -> TaskResult:
         if python:
             block = _python_block(p, p["stmt"], counter, with_globals=True, scope=scope)
         else:
-            block = _cpp_block(task)
+            block = cpp_block(task)
         keep_text = detail == "full" and bool(p.get("retain_out_file"))
         stmt = measure_block(block, counter, number, repeats, clocked=python, detail=detail, keep_text=keep_text)
         baseline = None

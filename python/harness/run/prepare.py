@@ -7,12 +7,14 @@ the workers only load statements from the cache.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
 from harness.define.torchscript import ensure_scripted
 from harness.errors import HarnessError
 from harness.measure.cpp import pch
+from harness.measure.cpp.block import CppBlock
 from harness.measure.cpp.build import build
 from harness.measure.cpp.statement import CppStatement
 from harness.model.task import Task
@@ -32,6 +34,14 @@ def cpp_statement(task: Task) -> CppStatement | None:
         stmt=p["stmt"], setup=p.get("setup", ""), global_setup=p.get("global_setup", ""),
         output=p.get("output"), inputs=tuple(p.get("inputs") or ()),
     )
+
+
+def cpp_block(task: Task) -> CppBlock:
+    """The block a C++ task runs: the statement this preparer compiled, from the one place that says
+    what it is. Any other (a grouped task's without its output and inputs, say) would be compiled by
+    the worker itself, and in a counting child the compiler's work would become the heap its count
+    starts from."""
+    return CppBlock(**dataclasses.asdict(cpp_statement(task)))
 
 
 def prepare_tasks(tasks: Sequence[Task], status: Any = None) -> None:

@@ -10,12 +10,13 @@ harness's to handle, and ``kill()`` takes down everything it started.
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -54,11 +55,17 @@ VOLATILE_ENV = ("_", "OLDPWD", "PWD", "SHLVL", "PYTEST_CURRENT_TEST", "COLUMNS",
 _SET_BY_LIBRARIES: dict[str, str | None] = {}
 
 
-def note_library_environment(before: dict[str, str]) -> None:
-    """Remember what a library changed in this process's environment since ``before``."""
-    for key in set(os.environ) | set(before):
-        if os.environ.get(key) != before.get(key):
-            _SET_BY_LIBRARIES.setdefault(key, before.get(key))
+@contextlib.contextmanager
+def library_may_set_environment() -> Iterator[None]:
+    """Around a call into a library (importing it, starting it): remember what it changed in this
+    process's environment, so that workers start without it."""
+    before = dict(os.environ)
+    try:
+        yield
+    finally:
+        for key in set(os.environ) | set(before):
+            if os.environ.get(key) != before.get(key):
+                _SET_BY_LIBRARIES.setdefault(key, before.get(key))
 
 
 def own_environment() -> dict[str, str]:
