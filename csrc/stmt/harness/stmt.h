@@ -279,7 +279,7 @@ struct Module {
   const Entry* entries;
   int64_t count;
   bool pch_used;
-  const char* include_set;  // "lean" or "full"
+  const char* include_set;  // "lean", "frontend", "script" or "full"
 };
 
 // Bump when Routine, Slot, Entry or Module change layout or meaning.

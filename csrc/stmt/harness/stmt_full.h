@@ -1,10 +1,10 @@
-// The full include set of C++ statements: the frontend set plus TorchScript
-// (torch/script.h: torch::jit::load, custom operators and classes). Chosen per
-// statement by harness.measure.cpp.include_set when its code names torch::jit
-// or has #include lines of its own, or when it fails to compile with a smaller
-// set for a missing declaration; precompiled separately.
+// The full include set of C++ statements: the frontend set and the script set
+// together (torch/torch.h and torch/script.h). Chosen per statement by
+// harness.measure.cpp.include_set when its code names both torch::nn (or
+// another part of the frontend) and torch::jit, or includes a header no
+// smaller set holds, or when it fails to compile with a smaller set for a
+// missing declaration; precompiled separately.
 #pragma once
 
-#include <torch/script.h>
-
 #include "harness/stmt_frontend.h"
+#include "harness/stmt_script.h"

@@ -1,9 +1,9 @@
-"""The lean, frontend and full include sets: chosen automatically, cached, logged; real g++, real torch.
+"""The lean, frontend, script and full include sets: chosen automatically, cached, logged; real g++, real torch.
 
 Cost: the ``chosen`` fixture builds fresh statements (a per-session tag) once:
-a lean module, a frontend module, one failed lean build retried with the full
+a lean module, a frontend module, a script module, one failed lean build retried with the full
 set and one genuine error (its lean build fails, it is not retried). Each
-build is ~3 s (lean) or ~7-9 s (frontend, full) with the PCHs of the
+build is ~3 s (lean) or ~7-9 s (frontend, script, full) with the PCHs of the
 session's cache, ~20-40 s without. ``test_a_stale_pch_is_rebuilt`` damages the lean PCH and waits for
 its rebuild (~20-40 s of CPU in the background). Measured on the shared
 2-core VM at load ~13 (five engineers building): 12 minutes for the file from
@@ -36,6 +36,7 @@ TAG = f"// {uuid.uuid4()}"
 SETUP = f"auto x = torch::ones({{4, 4}}); {TAG}"
 TENSOR = ("auto y = torch::relu(x * 2);", SETUP)
 LINEAR = ("auto y = lin(x);", f"torch::nn::Linear lin(4, 2);\n{SETUP}")
+PICKLE = ("auto y = torch::jit::pickle_save(x);", SETUP)
 # torch::OrderedDict is declared by torch/torch.h, not by the lean set; nothing in the text says so.
 MISSING = ('torch::OrderedDict<std::string, int> d;\nd.insert("a", 1);\nauto y = x * d["a"];', SETUP)
 GENUINE = ("auto y = x * 2;\nauto z = y + misspelt_name;", SETUP)
@@ -53,13 +54,13 @@ def _events(statement: CppStatement, events: list[dict]) -> list[dict]:
 def chosen():
     logged = len(read_log())
     t0 = time.monotonic()
-    report = build([_statement(p) for p in (TENSOR, LINEAR, MISSING, GENUINE)])
+    report = build([_statement(p) for p in (TENSOR, LINEAR, PICKLE, MISSING, GENUINE)])
     events = [e for e in read_log()[logged:] if e["pid"] == os.getpid()]
     print(f"\ninclude-set batch: {report.built} built, {len(report.failed)} failed, {time.monotonic() - t0:.1f} s")
     return report, events
 
 
-def test_tensor_code_is_lean_and_torch_nn_is_frontend_without_being_asked(chosen):
+def test_tensor_code_is_lean_torch_nn_frontend_and_torch_jit_script_without_being_asked(chosen):
     report, events = chosen
     assert report.compiled[_statement(TENSOR).key].include_set == "lean"
     linear = report.compiled[_statement(LINEAR).key]
@@ -69,6 +70,11 @@ def test_tensor_code_is_lean_and_torch_nn_is_frontend_without_being_asked(chosen
     assert [e["include_set"] for e in events if e["event"] == "builds"].count("lean") == 1
     m = harness.Timer(*LINEAR, language="cpp").timeit(20)
     assert m.median > 0
+    pickle = report.compiled[_statement(PICKLE).key]
+    assert pickle.include_set == "script"
+    (choice,) = [e for e in _events(_statement(PICKLE), events) if e["event"] == "include_set"]
+    assert choice["reason"] == "stmt uses torch::jit"
+    assert harness.Timer(*PICKLE, language="cpp").timeit(5).median > 0
 
 
 def test_a_missing_declaration_is_retried_with_the_full_set_and_remembered(chosen):
@@ -109,25 +115,36 @@ def test_a_genuine_error_is_reported_once_against_the_users_line(chosen):
 
 
 def test_the_text_chooses_the_smallest_set_that_declares_it():
-    statement = CppStatement("auto y = 1;", global_setup="#include <torch/nn.h>")
-    assert static_choice(statement) == ("full", "global_setup has #include lines")
-    assert static_choice(CppStatement("auto m = torch::jit::load(path);")) == ("full", "stmt uses torch::jit")
-    # TorchScript anywhere wins over the frontend named earlier.
+    assert static_choice(CppStatement("auto m = torch::jit::load(path);")) == ("script", "stmt uses torch::jit")
+    # The frontend and TorchScript together need both.
     both = CppStatement("auto y = m.forward({lin(x)});", setup="torch::nn::Linear lin(4, 4);\nauto m = torch::jit::load(p);")
-    assert static_choice(both) == ("full", "setup uses torch::jit")
+    assert static_choice(both) == ("full", "setup uses torch::nn and setup uses torch::jit")
+    # An #include asks for the smallest set that holds the header; one of the user's own for the full set.
+    def included(*headers: str) -> tuple[str, str]:
+        return static_choice(CppStatement("auto y = 1;", global_setup="\n".join(f"#include {h}" for h in headers)))
+    assert included("<vector>", "<cmath>", "<ATen/ATen.h>", "<torch/types.h>") == ("lean", "tensor code only")
+    assert included("<torch/nn.h>") == ("frontend", "global_setup includes <torch/nn.h>")
+    assert included("<torch/torch.h>")[0] == "frontend"
+    assert included("<torch/script.h>") == ("script", "global_setup includes <torch/script.h>")
+    assert included("<torch/torch.h>", "<torch/script.h>")[0] == "full"
+    assert included('"mine.h"') == ("full", 'global_setup includes "mine.h"')
+    for header in ("<torch/extension.h>", "<boost/any.hpp>", "HEADER_MACRO"):
+        assert included(header) == ("full", f"global_setup includes {header}")
     assert static_choice(CppStatement("torch::optim::SGD opt(params, 0.1);")) == ("frontend", "stmt uses torch::optim")
     assert static_choice(CppStatement("torch::NoGradGuard g;")) == ("frontend", "stmt uses torch::NoGradGuard")
     assert static_choice(CppStatement("auto y = torch::mm(x, x);"))[0] == "lean"
 
 
-def test_the_three_pchs_coexist_and_a_stale_one_is_rebuilt(chosen):
+def test_the_four_pchs_coexist_and_a_stale_one_is_rebuilt(chosen):
     if not pch_enabled():
         pytest.skip("PCH disabled (HARNESS_CPP_PCH=0 or not g++)")
-    for include_set in ("lean", "frontend", "full"):
+    sets = ("lean", "frontend", "script", "full")
+    for include_set in sets:
         assert wait_for_pch(timeout=900, include_set=include_set), include_set
-    sizes = [pch_file(s).stat().st_size for s in ("lean", "frontend", "full")]
-    assert len({pch_file(s) for s in ("lean", "frontend", "full")}) == 3
-    assert 1e6 < sizes[0] < sizes[1] < sizes[2]
+    size = {s: pch_file(s).stat().st_size for s in sets}
+    assert len({pch_file(s) for s in sets}) == 4
+    # The full set holds the frontend and script sets, each of which holds the lean one.
+    assert 1e6 < size["lean"] < min(size["frontend"], size["script"]) <= max(size["frontend"], size["script"]) < size["full"]
     # A change of torch or compiler is a new toolchain key: a directory, and PCHs, of its own.
     tc = toolchain()
     assert dataclasses.replace(tc, torch_version=tc.torch_version + "+other").key != tc.key

@@ -1,27 +1,33 @@
-"""Which headers a C++ statement is compiled with: the lean, frontend or full set, and why.
+"""Which headers a C++ statement is compiled with: the lean, frontend, script or full set, and why.
 
 Each set costs every statement TU its templates and inline code, PCH or not
 (g++ 12 -O2, an empty TU with each set's PCH: lean 1.9 s, frontend 4.7 s,
 full 5.5 s; a statement holding a ``torch::nn::Linear`` 8.9 s with the
-frontend set, 9.9 s with the full one, back to back; docs/cpp-statements.md),
-so a statement gets the smallest set
-that declares what it uses:
+frontend set, 9.9 s with the full one, back to back; a ``torch::jit::load``
+statement 6.6-7.2 s with the script set, 11.5-13.5 s with the full one;
+docs/cpp-statements.md), so a statement gets the smallest set that declares
+what it uses:
 
 - lean (``harness/stmt.h``: ATen, the torch tensor types): the default;
 - frontend (``harness/stmt_frontend.h``: ``torch/torch.h``, the C++ frontend):
   code that names ``torch::nn``, ``torch::optim``, ``torch::data``,
   ``torch::serialize``, ``torch::fft``, ...;
-- full (``harness/stmt_full.h``: the frontend and ``torch/script.h``,
-  TorchScript's loader, custom operators and classes): code that names
-  ``torch::jit`` or ``script::``, or has ``#include`` lines of its own (they
-  may need anything).
+- script (``harness/stmt_script.h``: ``torch/script.h``, TorchScript's loader,
+  custom operators and classes, without the frontend): code that names
+  ``torch::jit`` or ``script::``;
+- full (``harness/stmt_full.h``: both): code that names both, or includes a
+  header none of the others holds (it may need anything).
 
-That much is decided from the text before any compile. A statement that
-fails to compile with the lean or frontend set because a name of torch's is
-not declared (``missing_declaration``) is retried with the full set.
+An ``#include`` of a header a set holds asks for that set: the standard
+library's and ATen's headers for lean, ``torch/torch.h`` and the frontend's
+``torch/*.h`` for frontend, ``torch/script.h`` for script; any other (the
+user's own, ``torch/extension.h``) for full. That much is decided from the
+text before any compile. A statement that fails to compile with a smaller set
+because a name of torch's is not declared (``missing_declaration``) is retried
+with the full set.
 
 The choice is cached per statement (by its content key) under the toolchain's
-directory, so a statement pays a failed lean compile at most once.
+directory, so a statement pays a failed smaller compile at most once.
 """
 
 from __future__ import annotations
@@ -37,19 +43,32 @@ from harness.measure.cpp.toolchain import toolchain
 
 LEAN = "lean"
 FRONTEND = "frontend"
+SCRIPT = "script"
 FULL = "full"
-INCLUDE_SETS = (LEAN, FRONTEND, FULL)  # smallest first
-HEADERS = {LEAN: "harness/stmt.h", FRONTEND: "harness/stmt_frontend.h", FULL: "harness/stmt_full.h"}
+INCLUDE_SETS = (LEAN, FRONTEND, SCRIPT, FULL)  # full holds every other
+HEADERS = {
+    LEAN: "harness/stmt.h", FRONTEND: "harness/stmt_frontend.h", SCRIPT: "harness/stmt_script.h",
+    FULL: "harness/stmt_full.h",
+}
 
-# Parts of the torch C++ API a set does not declare and the next one does. A
+# Parts of the torch C++ API the lean set does not declare, and the set that does. A
 # namespace after `torch::` or on its own (after `using namespace torch;`).
 _NEEDS = (
-    (FULL, re.compile(r"\b(?:torch::)?(?:jit|script)::|\btorch::(?:class_|CustomClassHolder)\b")),
+    (SCRIPT, re.compile(r"\b(?:torch::)?(?:jit|script)::|\btorch::(?:class_|CustomClassHolder)\b")),
     (FRONTEND, re.compile(
         r"\b(?:torch::)?(?:nn|optim|data|serialize|autograd::Function|fft|linalg|special|nested|sparse)::"
         r"|\btorch::(?:save|load|NoGradGuard|AutoGradMode|manual_seed|Module)\b")),
 )
-_INCLUDE = re.compile(r"^\s*#\s*include\b", re.MULTILINE)
+_INCLUDE = re.compile(r"^\s*#\s*include\b(.*)$", re.MULTILINE)
+_HEADER = re.compile(r"\s*<([^>]+)>")
+# Headers a set holds, by the set (the first that matches). An angle-bracketed
+# name without a slash is the standard library's; torch/X.h other than those
+# named is the C++ frontend's (torch/csrc/api/include/torch).
+_HELD = (
+    (LEAN, re.compile(r"[^/]+|(?:ATen|c10)/.+|torch/(?:types|cuda)\.h")),
+    (SCRIPT, re.compile(r"torch/(?:script|custom_class)\.h|torch/csrc/jit/.+")),
+    (FRONTEND, re.compile(r"torch/(?!extension\.h|python\.h|csrc/)[\w/]+\.h")),
+)
 
 # g++ and clang messages that mean "a name is not declared", as opposed to a
 # genuine mistake in the user's code (a type mismatch, a syntax error).
@@ -60,17 +79,35 @@ _MISSING = re.compile(
 )
 
 
+def _include_set_of(line: str) -> str:
+    """The smallest set that holds what an ``#include`` line names; full for a header of the user's
+    own ("..."), a macro or one no smaller set holds."""
+    if m := _HEADER.match(line):
+        for include_set, pattern in _HELD:
+            if pattern.fullmatch(m.group(1).strip()):
+                return include_set
+    return FULL
+
+
 def static_choice(statement: CppStatement) -> tuple[str, str]:
     """(include set, reason) from the statement's text alone: the smallest set that declares what it names."""
-    sections = [(name, statement.section(name)) for name in SECTIONS]
-    for name, code in sections:
-        if _INCLUDE.search(code):
-            return FULL, f"{name} has #include lines"
-    for include_set, pattern in _NEEDS:
-        for name, code in sections:
-            m = pattern.search(code)
-            if m:
-                return include_set, f"{name} uses {m.group(0).rstrip(':')}"
+    found: dict[str, str] = {}  # set -> the first reason for it
+    for name in SECTIONS:
+        code = statement.section(name)
+        for m in _INCLUDE.finditer(code):
+            include_set = _include_set_of(m.group(1))
+            if include_set != LEAN:
+                found.setdefault(include_set, f"{name} includes {m.group(1).strip()}")
+        for include_set, pattern in _NEEDS:
+            if m := pattern.search(code):
+                found.setdefault(include_set, f"{name} uses {m.group(0).rstrip(':')}")
+    if FULL in found:
+        return FULL, found[FULL]
+    if FRONTEND in found and SCRIPT in found:
+        return FULL, f"{found[FRONTEND]} and {found[SCRIPT]}"
+    for include_set in (FRONTEND, SCRIPT):
+        if include_set in found:
+            return include_set, found[include_set]
     return LEAN, "tensor code only"
 
 

@@ -1,6 +1,6 @@
 """The precompiled headers of statement translation units: one per include set, built once.
 
-Each include set (``measure.cpp.include_set``: lean, frontend, full) has its own
+Each include set (``measure.cpp.include_set``: lean, frontend, script, full) has its own
 directory and ``.gch``, so both coexist. The headers are precompiled once (a g++ ``.gch``) with exactly the
 flags that ``torch.utils.cpp_extension`` passes, read from the
 ``build.ninja`` it writes. The first build does not wait for it: the PCH is
