@@ -140,6 +140,27 @@ def test_update_rewrites_only_rows_that_moved_a_third_of_their_margin(tmp_path, 
     assert "REGRESSION" not in out and "improved" not in out
 
 
+@pytest.mark.parametrize(
+    ("value", "verdict", "mode", "code", "updated"),
+    [
+        (1010000, "ok", "1/2", 0, "1010000|1400000"),
+        (1390000, "ok", "2/2", 0, "1000000|1390000"),
+        (1200000, "REGRESSION", "1/2", 1, "1000000|1200000"),  # between the modes: above the lower one
+        (1500000, "REGRESSION", "2/2", 1, "1000000|1500000"),
+        (900000, "improved", "1/2", 0, "900000|1400000"),
+    ],
+)
+def test_a_multimodal_row_accepts_each_mode_and_nothing_between(tmp_path, capsys, value, verdict, mode, code, updated):
+    expected = _write(tmp_path / "expected.csv", HEADER + f"bimodal,{M},1000000|1400000,0.015\n")
+    results = _results(tmp_path / "r.csv", {"bimodal": value})
+    got, out, _ = _check(capsys, results, "--expected", expected)
+    (line,) = [line for line in out.splitlines() if line.split()[:1] == ["bimodal"]]
+    assert got == code and verdict in line and f"(mode {mode})" in line
+    # --update rewrites only the mode the value is nearest to (relatively), and keeps the other.
+    _check(capsys, results, "--expected", expected, "--update")
+    assert expected.read_text() == HEADER + f"bimodal,{M},{updated},0.015\n"
+
+
 def test_update_without_changes_leaves_the_file_alone(tmp_path, expected, capsys):
     before = expected.read_bytes()
     mtime = expected.stat().st_mtime_ns
@@ -155,6 +176,7 @@ def test_update_without_changes_leaves_the_file_alone(tmp_path, expected, capsys
         ("name,metric,expected\na,m,1\n", ":1:", "lacks column(s) noise_margin"),
         ("", ":1:", "empty expected-results file"),
         (HEADER + "a,m,1,0.01\nb,m,12x,0.01\n", ":3:", "expected value '12x' is not a number"),
+        (HEADER + "a,m,1|x2,0.01\n", ":2:", "expected value 'x2' is not a number"),
         (HEADER + "a,m,1,wide\n", ":2:", "noise_margin 'wide' is not a number"),
         (HEADER + "a,m,1,-0.1\n", ":2:", "noise_margin must be a finite number >= 0"),
         (HEADER + "a,m,1,0.01\nb,m,2,0.01\na,m,3,0.01\n", ":4:", "duplicate row for a,m (first at line 2)"),

@@ -26,7 +26,7 @@ def verdict_table(verdicts: list[Verdict]) -> Table:
         table.add_row(
             escape(v.name),
             escape(v.metric),
-            "" if v.expected is None else format_number(v.expected),
+            "" if v.expected is None else format_number(v.expected) + (f" (mode {v.mode})" if v.mode else ""),
             "" if v.actual is None else format_number(v.actual),
             "" if delta is None else f"{delta:+.2%}",
             "" if v.margin is None else f"{v.margin:.1%}",
