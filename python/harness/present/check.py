@@ -229,28 +229,21 @@ def _within(row: ExpectedRow, mode: float, actual: float) -> bool:
     return mode * (1 - row.margin) <= actual <= mode * (1 + row.margin)
 
 
-def judge(expected: ExpectedRow, actual: float | None) -> str:
-    if actual is None:
-        return MISSING
-    if any(_within(expected, mode, actual) for mode in expected.modes):
-        return OK
-    if actual < min(expected.modes) * (1 - expected.margin):
-        return IMPROVED
-    return REGRESSION
+def _compared(row: ExpectedRow, actual: float) -> tuple[str, float]:
+    """The verdict on ``actual`` and the mode that explains it: the one matched (ok), the lowest
+    (improved), the highest one below ``actual`` (regression)."""
+    matched = next((mode for mode in row.modes if _within(row, mode, actual)), None)
+    if matched is not None:
+        return OK, matched
+    lowest = min(row.modes)
+    if actual < lowest * (1 - row.margin):
+        return IMPROVED, lowest
+    return REGRESSION, max(mode for mode in row.modes if mode < actual)
 
 
 def verdict(row: ExpectedRow, actual: float | None) -> Verdict:
-    """``row`` judged against ``actual``, shown against the mode that explains the verdict: the one
-    matched (ok), the lowest (improved), the highest one below ``actual`` (regression)."""
-    outcome = judge(row, actual)
-    if actual is None:
-        shown = row.expected
-    elif outcome == OK:
-        shown = next(mode for mode in row.modes if _within(row, mode, actual))
-    elif outcome == IMPROVED:
-        shown = min(row.modes)
-    else:
-        shown = max(mode for mode in row.modes if mode < actual)
+    """``row`` judged against ``actual``, shown against the mode that explains the verdict."""
+    outcome, shown = (MISSING, row.expected) if actual is None else _compared(row, actual)
     mode = f"{row.modes.index(shown) + 1}/{len(row.modes)}" if len(row.modes) > 1 else ""
     return Verdict(row.name, row.metric, shown, actual, row.margin, outcome, mode)
 
@@ -276,10 +269,11 @@ def check(expected: ExpectedFile, actual: dict[Key, float], metrics: list[str] |
     return verdicts
 
 
-def moved(row: ExpectedRow, actual: float) -> bool:
-    """Whether ``actual`` is far enough from its nearest mode for --update to rewrite that mode."""
+def moved(row: ExpectedRow, actual: float) -> float | None:
+    """The mode --update rewrites with ``actual`` (its nearest), or None when ``actual`` is close
+    enough to it."""
     mode = row.nearest(actual)
-    return abs(actual - mode) > mode * row.margin * UPDATE_FRACTION
+    return mode if abs(actual - mode) > mode * row.margin * UPDATE_FRACTION else None
 
 
 def _line_ending(raw: str) -> str:
@@ -309,10 +303,10 @@ def updated(expected: ExpectedFile, actual: dict[Key, float], metrics: list[str]
     column = expected.header.index("expected")
     for row in expected.rows.values():
         value = actual.get(row.key)
-        if value is None or not moved(row, value):
+        nearest = None if value is None else moved(row, value)
+        if nearest is None:
             continue
         cells = list(row.cells)
-        nearest = row.nearest(value)
         cells[column] = MODE_SEPARATOR.join(format_number(value if m == nearest else m) for m in row.modes)
         lines[row.line - 1] = _csv_line(cells, _line_ending(lines[row.line - 1]))
         changed.append(row.key)

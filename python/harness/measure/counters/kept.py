@@ -23,18 +23,16 @@ def open_counter_worker(
     ``slot`` tells apart the workers of one run with ``--jobs N``. None when
     another client holds it.
     """
+    environment = own_environment()
+    # A callgrind worker's directory comes from its key, so the key cannot contain it: key on a
+    # counter pointed at a placeholder, then point the counter at the key's directory.
+    keyed = CallgrindCounter(out_dir="/kept") if isinstance(counter, CallgrindCounter) else counter
+    directory = runtime_dir() / worker_key(keyed.worker_prefix(), {**environment, **keyed.worker_env()}, slot)
     diagnostics = None
     if isinstance(counter, CallgrindCounter):
-        # The directory comes from the key, so the key cannot contain it: use the options
-        # of a counter pointed at a placeholder.
-        options = CallgrindCounter(out_dir="/kept").worker_prefix()
-        base_env = {**own_environment(), **CallgrindCounter(out_dir="/kept").worker_env()}
-        directory = runtime_dir() / worker_key(options, base_env, slot)
         counter = CallgrindCounter(out_dir=str(directory))
         diagnostics = _valgrind_diagnostics
-    else:
-        directory = runtime_dir() / worker_key(counter.worker_prefix(), {**own_environment(), **counter.worker_env()}, slot)
     return KeptWorker.open(
-        counter.worker_prefix(), {**own_environment(), **counter.worker_env()}, idle_timeout, start_timeout, directory,
+        counter.worker_prefix(), {**environment, **counter.worker_env()}, idle_timeout, start_timeout, directory,
         diagnostics,
     )
