@@ -46,6 +46,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 from rich import box
 from rich.console import Console
@@ -68,6 +69,17 @@ PROBE_STEP = 97  # characters added to the environment per repeat
 # Values of one case further apart than this are different modes (a different
 # amount of work), not noise: the spread within a mode is well under 1%.
 MODE_GAP = 0.10
+
+
+class Recorded(NamedTuple):
+    """One row of the expected file as measured: its modes (one for most cases) and the spread within them."""
+
+    name: str
+    metric: str
+    modes: list[float]
+    margin: float
+    spread: float
+    kept: tuple[float, ...] = ()  # modes of the file it replaces that no repeat met
 
 
 def suggested_margin(spread: float) -> float:
@@ -179,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     for col in ("case", "median", "spread", "suggested margin", "current margin"):
         table.add_column(col, justify="left" if col == "case" else "right")
     medians = []
-    expected_rows = []
+    expected_rows: list[Recorded] = []
     any_kept = False
     for name, results in runs.items():
         ok = [r for r in results if r.ok]
@@ -198,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
         s = max(spread(g) for g in groups)
         row = current_rows.get((case, metric))
         every, kept = with_known_modes([statistics.median_low(g) for g in groups], row.modes if row else ())
-        expected_rows.append((case, metric, every, suggested_margin(s), s))
+        expected_rows.append(Recorded(case, metric, every, suggested_margin(s), s, tuple(kept)))
         any_kept = any_kept or bool(kept)
         current = row.margin if row else None
         table.add_row(
@@ -241,14 +253,14 @@ def _children_cpu() -> float:
 
 
 def write_expected(
-    path: str, rows: list[tuple[str, str, list[float], float, float]], counter: str, repeats: int, command: str
+    path: str, rows: list[Recorded], counter: str, repeats: int, command: str
 ) -> None:
     """The expected file, whole: what it was recorded on, then a row per case."""
     import platform
 
     import torch
 
-    spreads = [row[4] for row in rows]
+    spreads = [row.spread for row in rows]
     cpu = next(
         (line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
          if line.startswith("model name")),
@@ -269,13 +281,24 @@ def write_expected(
         f"#   noise_margin = max({MIN_MARGIN:.1%}, {SAFETY:g}x the case's spread). Other machines, torch versions or",
         "#   counters give other counts: record your own with the command above.",
     ]
+    multimodal = [row for row in rows if len(row.modes) > 1]
+    if multimodal:
+        header.append(
+            f"# Cases with modes (values in groups more than {MODE_GAP:.0%} apart, each gated with the row's margin;"
+            ' see the suite README, "A case with two modes"):'
+        )
+        header += [
+            f"#   {row.name}: {' | '.join(f'{m:,.0f}' for m in row.modes)}"
+            + "".join(f"; {k:,.0f} kept from the file this one replaced (no repeat met it)" for k in row.kept)
+            for row in multimodal
+        ]
     with atomic_open(path, "w") as f:
         f.write("\n".join(header) + "\n")
         writer = csv.writer(f, lineterminator="\n")
         writer.writerow(["name", "metric", "expected", "noise_margin"])
         writer.writerows(
             (name, metric, MODE_SEPARATOR.join(map(format_number, values)), f"{margin:g}")
-            for name, metric, values, margin, _ in rows
+            for name, metric, values, margin, *_ in rows
         )
 
 
