@@ -294,3 +294,38 @@ def test_ctrl_c_removes_callgrind_files(tmp_path: Path, sig, code):
     time.sleep(0.5)
     leftover = subprocess.run(["pgrep", "-f", f"callgrind-out-file={tmp}"], capture_output=True, text=True).stdout
     assert not leftover.split(), "a valgrind'ed worker outlived the run"
+
+
+_OWNER = """
+import sys, time
+from harness.measure.callgrind.counter import CallgrindCounter
+print(CallgrindCounter().out_dir(), flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_killed_owners_dump_directory_is_swept_by_the_next_counter(tmp_path: Path):
+    """kill -9 leaves the owner no chance to clean up; the next counter to make a directory removes
+    the dead owner's and keeps a live owner's."""
+    env = {**__import__("os").environ, "TMPDIR": str(tmp_path)}
+    owners = [subprocess.Popen([sys.executable, "-c", _OWNER], stdout=subprocess.PIPE, text=True, env=env)
+              for _ in range(2)]
+    try:
+        dead, alive = (Path(p.stdout.readline().strip()) for p in owners)
+        assert dead.is_dir() and alive.is_dir() and (dead / "owner.lock").is_file()
+        owners[0].send_signal(signal.SIGKILL)
+        owners[0].wait(timeout=30)
+        assert dead.is_dir()  # nothing ran in the owner to remove it
+        # An older harness's directory (no owner.lock) is nobody's to judge: left alone.
+        legacy = tmp_path / "harness-callgrind-legacy"
+        legacy.mkdir()
+        code = "from harness.measure.callgrind.counter import CallgrindCounter as C; c = C(); print(c.out_dir()); c.close()"
+        mine = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+        assert mine.returncode == 0, mine.stderr
+        assert not dead.exists(), "a dead owner's directory was left behind"
+        assert alive.is_dir() and legacy.is_dir()
+        assert not Path(mine.stdout.strip()).exists()  # close() removed its own
+    finally:
+        for p in owners:
+            p.kill()
+            p.wait(timeout=30)

@@ -1,7 +1,8 @@
 """Valgrind's callgrind, the foreign engine behind exact instruction counts.
 
 Lives here: ``counter`` (CallgrindCounter: counting under valgrind, forked
-repeats), ``logs`` (valgrind's logs), ``profile`` (reading callgrind's output
+repeats), ``dump_dir`` (the directory its workers dump into, swept once its
+owner is killed), ``logs`` (valgrind's logs), ``profile`` (reading callgrind's output
 format into per-function counts), ``stats`` (torch's CallgrindStats and
 FunctionCounts), ``layers`` (counts per PyTorch layer, by the rules in
 ``layers.toml``), ``globals`` (Timer globals copied to the measuring process

@@ -25,7 +25,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import traceback
 import warnings
@@ -35,6 +34,7 @@ from typing import Any
 
 from harness.core import native
 from harness.errors import HarnessError, StatementError
+from harness.measure.callgrind.dump_dir import DumpDir
 from harness.measure.callgrind.logs import signal_name, tail, valgrind_log
 from harness.measure.callgrind.profile import Profile, parse_text, total_from_text
 from harness.measure.counters.base import CollectorOff, InstructionCounter, Sampler, fresh_code, warm_up
@@ -61,7 +61,7 @@ class CallgrindCounter(InstructionCounter):
         # In the harness process the counter owns a private directory for
         # its workers' dumps and logs; in a worker it is handed the path.
         self._dir: Path | None = Path(out_dir) if out_dir else None
-        self._owned = out_dir is None
+        self._owned: DumpDir | None = None
         self._lock = threading.Lock()
 
     # -- parent side ------------------------------------------------------------
@@ -78,7 +78,8 @@ class CallgrindCounter(InstructionCounter):
     def out_dir(self) -> Path:
         with self._lock:
             if self._dir is None:
-                self._dir = Path(tempfile.mkdtemp(prefix="harness-callgrind-"))
+                self._owned = DumpDir()
+                self._dir = self._owned.path
                 atexit.register(self.close)
             return self._dir
 
@@ -110,8 +111,8 @@ class CallgrindCounter(InstructionCounter):
         return valgrind_log(self._dir / f"valgrind.{pid}.log")
 
     def close(self) -> None:
-        if self._owned and self._dir is not None:
-            shutil.rmtree(self._dir, ignore_errors=True)
+        if self._owned is not None:
+            self._owned.remove()
 
     # -- worker side ------------------------------------------------------------
     def _in_worker(self) -> tuple[Any, Path]:
