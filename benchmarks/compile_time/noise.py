@@ -115,7 +115,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-k", dest="pattern", help="only cases whose task name matches")
     parser.add_argument("--counter", default="auto", help="auto, callgrind or perf")
     parser.add_argument("--expected", default=str(HERE / "expected_results.csv"))
-    parser.add_argument("--timeout", type=float, default=3600.0, help="seconds per task")
+    parser.add_argument("--timeout", type=float, default=None,
+                        help="seconds per task (default: each case's own limit)")
     parser.add_argument("--output", help="write the median of the repeats as name,metric,value CSV")
     parser.add_argument("--all", action="store_true", dest="everything", help="also the extended cases (bench --all)")
     parser.add_argument(

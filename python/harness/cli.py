@@ -71,8 +71,9 @@ def _parser() -> argparse.ArgumentParser:
         help="worker processes (default 1; more than one distorts wall-time measurements)",
     )
     bench.add_argument(
-        "--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
-        help=f"seconds before a hung task is killed (default {DEFAULT_TIMEOUT:g})",
+        "--timeout", type=float, default=None, metavar="SECONDS",
+        help=f"seconds before a hung task is killed, for every task (default: a task's own limit where its "
+        f"suite sets one, else {DEFAULT_TIMEOUT:g})",
     )
     bench.add_argument(
         "--in-process", action="store_true",

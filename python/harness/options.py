@@ -22,7 +22,7 @@ from harness.errors import UsageError
 
 # -- defaults -------------------------------------------------------------------
 DEFAULT_MIN_RUN_TIME = 0.2  # seconds of timing per benchmark (torch's blocked_autorange default)
-DEFAULT_TIMEOUT = 600.0  # seconds before a hung task is killed
+DEFAULT_TIMEOUT = 600.0  # seconds before a hung task is killed, unless the task sets its own limit
 WORKER_START_TIMEOUT = 600.0  # seconds a worker may take to start (under valgrind: ~10 s, more on a busy machine)
 CALLGRIND_TIMEOUT = 1800.0  # seconds for one collect_callgrind call: callgrind is ~50x slower than native
 # A measurement whose IQR exceeds this share of its median is noisy: torch's
@@ -174,7 +174,9 @@ class RunOptions:
     run (None: ``$HARNESS_KEEP_WORKER``; 0: never). ``output``: where the run
     record goes (by suffix; a kind may write files of its own, see
     ``harness.kinds``). ``in_process``: run tasks here, without crash
-    isolation or timeouts (debugging). ``layers``: split each instruction
+    isolation or timeouts (debugging). ``timeout``: seconds before a hung task
+    is killed, for every task; None: a task's own limit where its suite sets
+    one (the compile-time suite's counted cases), else DEFAULT_TIMEOUT. ``layers``: split each instruction
     count into PyTorch's layers (needs callgrind's per-function counts; "auto"
     then means callgrind) by the rules of ``layers_rules`` (a TOML file; None:
     the shipped rules). ``shard``: (K, N), run only the K-th of
@@ -186,7 +188,7 @@ class RunOptions:
 
     min_run_time: float = DEFAULT_MIN_RUN_TIME
     jobs: int = 1
-    timeout: float = DEFAULT_TIMEOUT
+    timeout: float | None = None  # None: each task's own limit (params["timeout"]), else DEFAULT_TIMEOUT
     mode: str | None = None
     counter: str = "auto"
     keep_worker: float | None = None
@@ -206,7 +208,9 @@ class RunOptions:
             raise UsageError(f"--min-run-time must be > 0, got {self.min_run_time}")
         if isinstance(self.jobs, bool) or not isinstance(self.jobs, int) or self.jobs < 1:
             raise UsageError(f"--jobs must be >= 1, got {self.jobs}")
-        if isinstance(self.timeout, bool) or not isinstance(self.timeout, int | float) or not self.timeout > 0:
+        if self.timeout is not None and (
+            isinstance(self.timeout, bool) or not isinstance(self.timeout, int | float) or not self.timeout > 0
+        ):
             raise UsageError(f"--timeout must be > 0, got {self.timeout}")
         if self.mode is not None and self.mode not in MODE_CHOICES:
             raise UsageError(f"unknown mode {self.mode!r}: use one of {', '.join(MODE_CHOICES)}")

@@ -32,7 +32,7 @@ def test_crash_and_timeout_are_isolated():
         _task("ok2", "x = 1"),
     ]
     seen = []
-    results = WorkerPool(jobs=1, timeout=120).run(tasks, 0.01, on_result=seen.append)
+    results = WorkerPool(jobs=1).run(tasks, 0.01, on_result=seen.append)  # each task's own limit
     by_name = {r.task.name: r for r in results}
     assert [r.task.name for r in results] == [t.name for t in tasks]
     assert len(seen) == len(tasks)
@@ -41,6 +41,17 @@ def test_crash_and_timeout_are_isolated():
     assert "Fatal Python error" in by_name["segfault"].error  # the worker's stderr is attached
     assert not by_name["abort"].ok and "SIGABRT" in by_name["abort"].error
     assert not by_name["hang"].ok and "timed out after 2 s" in by_name["hang"].error
+
+
+def test_the_users_timeout_overrides_a_tasks_own_limit():
+    """--timeout is the user's word for every task: a task's own (longer) limit does not outlast it,
+    and the message says how to allow more."""
+    tasks = [_task("long", "import time; time.sleep(60)", timeout=3600), _task("after", "pass")]
+    start = time.monotonic()
+    results = WorkerPool(jobs=1, timeout=2).run(tasks, 0.01)
+    assert time.monotonic() - start < 50
+    assert not results[0].ok and "timed out after 2 s" in results[0].error and "--timeout" in results[0].error
+    assert results[1].ok
 
 
 def test_parallel_jobs_keep_task_order():

@@ -52,7 +52,7 @@ def this_node() -> dict[str, Any]:
             "ip": ray.util.get_node_ip_address()}
 
 
-def _pool(counter_name: str, timeout: float, kinds: dict[str, Any]) -> tuple[WorkerPool, Any]:
+def _pool(counter_name: str, timeout: float | None, kinds: dict[str, Any]) -> tuple[WorkerPool, Any]:
     if counter_name not in _WORKERS:
         if counter_name:
             counter = _COUNTERS[counter_name] = get_counter(counter_name)  # its files are this node's

@@ -34,7 +34,7 @@ class WorkerPool:
         jobs: int = 1,
         prefix: Sequence[str] = (),
         env: dict[str, str] | None = None,
-        timeout: float = DEFAULT_TIMEOUT,
+        timeout: float | None = None,
         start_timeout: float = WORKER_START_TIMEOUT,
         diagnostics: Callable[[int], str] | None = None,
         kept: Callable[[int], Any] | None = None,
@@ -103,6 +103,13 @@ class WorkerPool:
             if worker in self._workers:
                 self._workers.remove(worker)
 
+    def limit(self, task: Task) -> float:
+        """Seconds ``task`` may run: the pool's timeout when one was given (the user's
+        ``--timeout``), else the task's own, else DEFAULT_TIMEOUT."""
+        if self.timeout is not None:
+            return self.timeout
+        return task.params.get("timeout") or DEFAULT_TIMEOUT
+
     def _run_one(self, worker: Any, task: Task, min_run_time: float, slot: int = 0) -> tuple[Any, TaskResult]:
         try:
             if worker is None:
@@ -112,13 +119,14 @@ class WorkerPool:
         except (TimeoutError, WorkerDied, OSError) as exc:
             return None, TaskResult(task=task, status="failed", error=f"could not start a worker: {exc}")
         try:
-            timeout = task.params.get("timeout") or self.timeout
-            return worker, worker.run(task, min_run_time, timeout, self.kinds.get(task.kind))
+            return worker, worker.run(task, min_run_time, self.limit(task), self.kinds.get(task.kind))
         except TimeoutError:
             self._drop(worker)
             stderr = worker.take_stderr()
-            timeout = task.params.get("timeout") or self.timeout
-            message = with_stderr(f"timed out after {timeout:g} s; the task was killed", stderr)
+            message = with_stderr(
+                f"timed out after {self.limit(task):g} s; the task was killed (rerun with --timeout SECONDS "
+                "for a longer limit)", stderr,
+            )
             return None, TaskResult(task=task, status="failed", error=message + self._notes(worker.proc.pid, worker))
         except WorkerDied as exc:
             self._drop(worker)

@@ -33,9 +33,10 @@ DEFAULT_ITERATIONS = 5
 # counts agree within ~0.1%, so a cold iteration plus one warm one is enough
 # (see benchmarks/compile_time/noise.py for the measured spreads).
 DEFAULT_CALLGRIND_ITERATIONS = 2
-# Seconds an instruction-count task may take: the largest case needs ~5 min
-# under callgrind on an idle 2-core machine and several times that when
-# the machine is shared.
+# Seconds an instruction-count task may take: the default gate's largest case
+# needs ~5 min under callgrind on an idle 2-core machine and several times that
+# when the machine is shared (a case that needs more sets its own ``timeout``;
+# the user's --timeout overrides both).
 INSTRUCTIONS_TIMEOUT = 3600.0
 
 
@@ -59,7 +60,7 @@ class CompileTimeBenchmark:
     iterations: int = DEFAULT_ITERATIONS
     callgrind_iterations: int = DEFAULT_CALLGRIND_ITERATIONS
     calls: int = 1
-    timeout: float | None = None  # seconds per task; None: the pool's (wall), INSTRUCTIONS_TIMEOUT (counted)
+    timeout: float | None = None  # seconds per task; None: the pool's default (wall), INSTRUCTIONS_TIMEOUT (counted)
     region: str = "compile"
     # Left out of the default run (too slow under callgrind for the gate's
     # budget); `bench --all` runs it.
