@@ -66,6 +66,9 @@ def test_the_shipped_expected_file_parses_and_every_row_can_fail():
 
     rows = read_expected(REPO / "benchmarks" / "compile_time" / "expected_results.csv").rows
     assert len(rows) >= 30
-    wide = {name: row.margin for (name, _), row in rows.items() if row.margin > 0.15}
+    # The smallest cases (runtime_overhead_*: ~200k instructions) move by up to ~5% from one process
+    # environment to another, so 3x their spread is ~15%; past 20% a row's values scatter too widely
+    # to gate anything (122.5% did for symint_sum_loop before it listed its modes).
+    wide = {name: row.margin for (name, _), row in rows.items() if row.margin > 0.20}
     assert not wide, f"margins too wide to gate anything: {wide}"
     assert len(rows[("symint_sum_loop", "compile_time_instruction_count")].modes) == 2
