@@ -30,16 +30,18 @@ import traceback
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.core import native
 from harness.errors import HarnessError, StatementError
-from harness.measure.callgrind.dump_dir import DumpDir
 from harness.measure.callgrind.logs import signal_name, tail, valgrind_log
 from harness.measure.callgrind.profile import Profile, parse_text, total_from_text
 from harness.measure.counters.base import CollectorOff, InstructionCounter, Sampler, fresh_code, warm_up
 from harness.options import CALLGRIND_DIR_ENV
 from harness.workers.zygote import parked_threads, pid_text
+
+if TYPE_CHECKING:
+    from harness.measure.callgrind.dump_dir import DumpDir
 
 VALGRIND_INSTALL_HINT = (
     "install it with `apt-get install valgrind` (Debian/Ubuntu), `dnf install valgrind` (Fedora) "
@@ -78,6 +80,12 @@ class CallgrindCounter(InstructionCounter):
     def out_dir(self) -> Path:
         with self._lock:
             if self._dir is None:
+                # Only the owning harness process makes a directory: imported
+                # here, a counting worker does not load it (nor fcntl) before
+                # its zygote forks, which would move its start-up heap and so
+                # its counts.
+                from harness.measure.callgrind.dump_dir import DumpDir
+
                 self._owned = DumpDir()
                 self._dir = self._owned.path
                 atexit.register(self.close)
