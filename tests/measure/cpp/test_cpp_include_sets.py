@@ -1,7 +1,7 @@
-"""The lean, frontend, script and full include sets: chosen automatically, cached, logged; real g++, real torch.
+"""The lean, lean+api, frontend, script and full include sets: chosen automatically, cached, logged; real g++, real torch.
 
 Cost: the ``chosen`` fixture builds fresh statements (a per-session tag) once:
-a lean module, a frontend module, a script module, one failed lean build retried with the full
+a lean module, a lean+api module (torch::nn, torch::optim), a frontend module (a namespace alias), a script module, one failed lean build retried with the full
 set and one genuine error (its lean build fails, it is not retried). Each
 build is ~3 s (lean) or ~7-9 s (frontend, script, full) with the PCHs of the
 session's cache, ~20-40 s without. ``test_a_stale_pch_is_rebuilt`` damages the lean PCH and waits for
@@ -36,13 +36,16 @@ TAG = f"// {uuid.uuid4()}"
 SETUP = f"auto x = torch::ones({{4, 4}}); {TAG}"
 TENSOR = ("auto y = torch::relu(x * 2);", SETUP)
 LINEAR = ("auto y = lin(x);", f"torch::nn::Linear lin(4, 2);\n{SETUP}")
+OPTIM = ("opt.zero_grad();", f"{SETUP}\ntorch::optim::SGD opt({{x}}, torch::optim::SGDOptions(0.1));")
+# Names behind a namespace alias: no header can be told from the text, so the frontend set.
+ALIAS = ("auto y = F::relu(x);", SETUP, "namespace F = torch::nn::functional;")
 PICKLE = ("auto y = torch::jit::pickle_save(x);", SETUP)
 # torch::OrderedDict is declared by torch/torch.h, not by the lean set; nothing in the text says so.
 MISSING = ('torch::OrderedDict<std::string, int> d;\nd.insert("a", 1);\nauto y = x * d["a"];', SETUP)
 GENUINE = ("auto y = x * 2;\nauto z = y + misspelt_name;", SETUP)
 
 
-def _statement(pair: tuple[str, str]) -> CppStatement:
+def _statement(pair: tuple[str, ...]) -> CppStatement:
     return CppBlock(*pair).statement
 
 
@@ -54,22 +57,39 @@ def _events(statement: CppStatement, events: list[dict]) -> list[dict]:
 def chosen():
     logged = len(read_log())
     t0 = time.monotonic()
-    report = build([_statement(p) for p in (TENSOR, LINEAR, PICKLE, MISSING, GENUINE)])
+    report = build([_statement(p) for p in (TENSOR, LINEAR, OPTIM, ALIAS, PICKLE, MISSING, GENUINE)])
     events = [e for e in read_log()[logged:] if e["pid"] == os.getpid()]
     print(f"\ninclude-set batch: {report.built} built, {len(report.failed)} failed, {time.monotonic() - t0:.1f} s")
     return report, events
 
 
-def test_tensor_code_is_lean_torch_nn_frontend_and_torch_jit_script_without_being_asked(chosen):
+def test_tensor_code_is_lean_api_names_their_headers_and_torch_jit_script_without_being_asked(chosen):
     report, events = chosen
     assert report.compiled[_statement(TENSOR).key].include_set == "lean"
     linear = report.compiled[_statement(LINEAR).key]
-    assert linear.include_set == "frontend"
+    assert linear.include_set == "lean+api"
     (choice,) = [e for e in _events(_statement(LINEAR), events) if e["event"] == "include_set"]
-    assert choice["include_set"] == "frontend" and choice["reason"] == "setup uses torch::nn"
+    assert choice["include_set"] == "lean+api"
+    assert choice["reason"] == "setup uses torch::nn::Linear (torch/nn/modules/linear.h)"
+    # Built together with OPTIM, in one module whose TU includes the one header each
+    # needs (and not torch/torch.h), on top of the lean set.
+    (module,) = [e["module"] for e in events if e["event"] == "builds" and e["include_set"] == "lean+api"]
+    source = (toolchain().root / "modules" / module.removeprefix("hstmt_") / "tu0.cpp").read_text()
+    assert [line for line in source.splitlines() if line.startswith("#include")] == [
+        "#include <torch/nn/modules/linear.h>", "#include <torch/optim/sgd.h>"]
     assert [e["include_set"] for e in events if e["event"] == "builds"].count("lean") == 1
     m = harness.Timer(*LINEAR, language="cpp").timeit(20)
     assert m.median > 0
+    optim = report.compiled[_statement(OPTIM).key]
+    assert optim.include_set == "lean+api"
+    (choice,) = [e for e in _events(_statement(OPTIM), events) if e["event"] == "include_set"]
+    assert choice["reason"] == "setup uses torch::optim::SGD, torch::optim::SGDOptions (torch/optim/sgd.h)"
+    assert harness.Timer(*OPTIM, language="cpp").timeit(5).median > 0
+    alias = report.compiled[_statement(ALIAS).key]
+    assert alias.include_set == "frontend"
+    (choice,) = [e for e in _events(_statement(ALIAS), events) if e["event"] == "include_set"]
+    assert choice["reason"] == "global_setup uses torch::nn::functional, which no one header of torch's API defines"
+    assert harness.Timer(*ALIAS, language="cpp").timeit(5).median > 0
     pickle = report.compiled[_statement(PICKLE).key]
     assert pickle.include_set == "script"
     (choice,) = [e for e in _events(_statement(PICKLE), events) if e["event"] == "include_set"]
@@ -118,7 +138,21 @@ def test_the_text_chooses_the_smallest_set_that_declares_it():
     assert static_choice(CppStatement("auto m = torch::jit::load(path);")) == ("script", "stmt uses torch::jit")
     # The frontend and TorchScript together need both.
     both = CppStatement("auto y = m.forward({lin(x)});", setup="torch::nn::Linear lin(4, 4);\nauto m = torch::jit::load(p);")
-    assert static_choice(both) == ("full", "setup uses torch::nn and setup uses torch::jit")
+    assert static_choice(both) == (
+        "script+api", "setup uses torch::jit; setup uses torch::nn::Linear (torch/nn/modules/linear.h)")
+    alias_jit = CppStatement("auto y = F::relu(x);", setup="auto m = torch::jit::load(p);",
+                             global_setup="namespace F = torch::nn::functional;")
+    assert static_choice(alias_jit) == ("full", "global_setup uses torch::nn::functional, which no one header of "
+                                                "torch's API defines and setup uses torch::jit")
+    assert static_choice(CppStatement("torch::save(x, path);")) == ("lean+api", "stmt uses torch::save (torch/serialize.h)")
+    # torch::nn names each get the header that defines them; one the index cannot resolve needs the frontend.
+    functional = CppStatement("auto y = torch::nn::functional::relu(x) + torch::nn::init::xavier_uniform_(w);")
+    assert static_choice(functional) == ("lean+api", "stmt uses torch::nn::functional::relu, torch::nn::init::xavier_uniform_ "
+                                                    "(torch/nn/functional/activation.h, torch/nn/init.h)")
+    alias = CppStatement("auto y = F::relu(x);", global_setup="namespace F = torch::nn::functional;")
+    assert static_choice(alias) == (
+        "frontend", "global_setup uses torch::nn::functional, which no one header of torch's API defines")
+    assert static_choice(CppStatement("struct F : torch::autograd::Function<F> {};"))[0] == "frontend"
     # An #include asks for the smallest set that holds the header; one of the user's own for the full set.
     def included(*headers: str) -> tuple[str, str]:
         return static_choice(CppStatement("auto y = 1;", global_setup="\n".join(f"#include {h}" for h in headers)))
@@ -130,8 +164,9 @@ def test_the_text_chooses_the_smallest_set_that_declares_it():
     assert included('"mine.h"') == ("full", 'global_setup includes "mine.h"')
     for header in ("<torch/extension.h>", "<boost/any.hpp>", "HEADER_MACRO"):
         assert included(header) == ("full", f"global_setup includes {header}")
-    assert static_choice(CppStatement("torch::optim::SGD opt(params, 0.1);")) == ("frontend", "stmt uses torch::optim")
-    assert static_choice(CppStatement("torch::NoGradGuard g;")) == ("frontend", "stmt uses torch::NoGradGuard")
+    assert static_choice(CppStatement("torch::optim::SGD opt(params, 0.1);")) == (
+        "lean+api", "stmt uses torch::optim::SGD (torch/optim/sgd.h)")
+    assert static_choice(CppStatement("torch::NoGradGuard g;")) == ("lean+api", "stmt uses torch::NoGradGuard (torch/utils.h)")
     assert static_choice(CppStatement("auto y = torch::mm(x, x);"))[0] == "lean"
 
 
@@ -143,6 +178,8 @@ def test_the_four_pchs_coexist_and_a_stale_one_is_rebuilt(chosen):
         assert wait_for_pch(timeout=900, include_set=include_set), include_set
     size = {s: pch_file(s).stat().st_size for s in sets}
     assert len({pch_file(s) for s in sets}) == 4
+    # lean+api is built on the lean PCH: it has none of its own.
+    assert not (toolchain().root / "pch" / "lean+api").exists()
     # The full set holds the frontend and script sets, each of which holds the lean one.
     assert 1e6 < size["lean"] < min(size["frontend"], size["script"]) <= max(size["frontend"], size["script"]) < size["full"]
     # A change of torch or compiler is a new toolchain key: a directory, and PCHs, of its own.

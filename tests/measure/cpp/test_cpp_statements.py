@@ -115,10 +115,10 @@ def test_batch_compiles_the_good_statements_and_records_the_bad(compiled):
     assert set(compiled.failed) == bad
     assert set(compiled.compiled) == {s.key for s in statements} - bad
     # What this call compiled went into one module per include set: tensor code
-    # in the lean one, torch::nn in the frontend one, torch::jit (the
-    # TorchScript rows) in the script one.
+    # in the lean one, torch::nn::Linear in the lean+api one (the lean set and
+    # its header), torch::jit (the TorchScript rows) in the script one.
     sets = {c.include_set for c in compiled.compiled.values()}
-    assert sets == {"lean", "frontend", "script"}
+    assert sets == {"lean", "lean+api", "script"}
     assert compiled.compiled[_plain("auto y = x * w;", MUL_SETUP).key].include_set == "lean"
     assert len(compiled.modules) == (3 if compiled.built else 0)
     built_now = {c.module.name for c in compiled.compiled.values()} & set(compiled.modules)

@@ -3,7 +3,8 @@
 Lives here: ``statement`` (CppStatement and its content key), ``balance``
 (brackets checked before a batch), ``toolchain`` (compiler, flags, torch:
 the cache key), ``codegen`` (the translation units), ``include_set``
-(lean, frontend or full headers, and why), ``runtime`` (the extension that loads
+(lean, lean+api, frontend, script or full headers, and why), ``api_headers``
+(the headers of torch's C++ API that define each of its names), ``runtime`` (the extension that loads
 statement modules, built once per toolchain), ``pch`` (a precompiled header
 per include set, built at set-up or in the background), ``diagnostics`` (compile
 errors mapped to the user's lines), ``log`` (the build log), ``build`` (the

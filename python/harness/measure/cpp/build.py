@@ -53,7 +53,17 @@ from harness.measure.cpp.diagnostics import (
     table_only_blame,
     trusted_failures,
 )
-from harness.measure.cpp.include_set import FULL, INCLUDE_SETS, LEAN, choose, missing_declaration, remember
+from harness.measure.cpp.include_set import (
+    API,
+    FULL,
+    INCLUDE_SETS,
+    LEAN,
+    api_includes,
+    choose,
+    missing_declaration,
+    precompiled,
+    remember,
+)
 from harness.measure.cpp.log import STATS, log_event
 from harness.measure.cpp.pch import (
     PchStarter,
@@ -275,16 +285,21 @@ def _compile(statements: list[CppStatement], include_set: str) -> tuple[Statemen
             # .so or .o that looks newer than its sources).
             shutil.rmtree(build_dir, ignore_errors=True)
         build_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        includes: dict[str, None] = {}
+        if include_set.endswith(API):
+            for s in statements:
+                includes.update(dict.fromkeys(api_includes(s)))
         sources = []
-        for t, text in enumerate(generate_sources(name, statements, include_set)):
+        for t, text in enumerate(generate_sources(name, statements, include_set, list(includes))):
             path = build_dir / f"tu{t}.cpp"
             atomic_write_text(path, text)
             sources.append(str(path))
         cflags = [*tc.extra_cflags, "-Winvalid-pch"]
         use_pch = pch_enabled()
-        cflags[0:0] = ["-include", str(pch_header(include_set) if use_pch else plain_header(include_set))]
-        had_pch = use_pch and pch_intact(include_set)
-        starter = PchStarter(build_dir, include_set) if use_pch and not had_pch else None
+        pch_set = precompiled(include_set)
+        cflags[0:0] = ["-include", str(pch_header(pch_set) if use_pch else plain_header(pch_set))]
+        had_pch = use_pch and pch_intact(pch_set)
+        starter = PchStarter(build_dir, pch_set) if use_pch and not had_pch else None
         if starter is not None:
             starter.start()
         # The runtime (once per toolchain) builds beside the first module, not after it.
@@ -306,13 +321,13 @@ def _compile(statements: list[CppStatement], include_set: str) -> tuple[Statemen
         _mark_complete(so)  # last: a module without it was never finished (or predates markers)
         if use_pch and had_pch and not module.pch_used:
             # g++ rejected the .gch (stale: flags or headers differ): rebuild it with this build's flags.
-            log_event("pch_rejected", module=name, include_set=include_set)
+            log_event("pch_rejected", module=name, include_set=pch_set)
             with contextlib.suppress(FileNotFoundError):
-                pch_file(include_set).unlink()
-        if use_pch and not pch_file(include_set).exists():
+                pch_file(pch_set).unlink()
+        if use_pch and not pch_file(pch_set).exists():
             found = read_ninja(build_dir)
             if found is not None:
-                start_pch_build(pch_command(*found, include_set), include_set)
+                start_pch_build(pch_command(*found, pch_set), pch_set)
         return module, name, seconds
 
 

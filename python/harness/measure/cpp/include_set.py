@@ -1,4 +1,4 @@
-"""Which headers a C++ statement is compiled with: the lean, frontend, script or full set, and why.
+"""Which headers a C++ statement is compiled with: the lean, frontend, script or full set (plus C++ API headers), and why.
 
 Each set costs every statement TU its templates and inline code, PCH or not
 (g++ 12 -O2, an empty TU with each set's PCH: lean 1.9 s, frontend 4.7 s,
@@ -9,14 +9,22 @@ docs/cpp-statements.md), so a statement gets the smallest set that declares
 what it uses:
 
 - lean (``harness/stmt.h``: ATen, the torch tensor types): the default;
+- lean+api, script+api: the lean or script set, and in the TU the headers of
+  torch's C++ API that define the names the code uses
+  (``measure.cpp.api_headers``: ``torch::nn::Linear`` gets
+  ``torch/nn/modules/linear.h``, ``torch::optim::SGD``
+  ``torch/optim/sgd.h``), parsed on top of that set's PCH: most of
+  ``torch/torch.h``'s cost is in headers such a statement does not use;
 - frontend (``harness/stmt_frontend.h``: ``torch/torch.h``, the C++ frontend):
-  code that names ``torch::nn``, ``torch::optim``, ``torch::data``,
-  ``torch::serialize``, ``torch::fft``, ...;
+  code that uses a name of the API the text cannot map to a header (behind a
+  namespace alias such as ``F::relu``), ``torch::autograd::Function``, or
+  includes ``torch/torch.h``;
 - script (``harness/stmt_script.h``: ``torch/script.h``, TorchScript's loader,
   custom operators and classes, without the frontend): code that names
   ``torch::jit`` or ``script::``;
-- full (``harness/stmt_full.h``: both): code that names both, or includes a
-  header none of the others holds (it may need anything).
+- full (``harness/stmt_full.h``: both): code that needs the frontend set and
+  the script set, or includes a header none of the others holds (it may need
+  anything).
 
 An ``#include`` of a header a set holds asks for that set: the standard
 library's and ATen's headers for lean, ``torch/torch.h`` and the frontend's
@@ -38,6 +46,7 @@ from pathlib import Path
 
 from harness.files.atomic import atomic_write_text
 from harness.files.cache import ensure_private_dir
+from harness.measure.cpp.api_headers import headers_for, uses_api
 from harness.measure.cpp.statement import SECTIONS, CppStatement
 from harness.measure.cpp.toolchain import toolchain
 
@@ -45,7 +54,9 @@ LEAN = "lean"
 FRONTEND = "frontend"
 SCRIPT = "script"
 FULL = "full"
-INCLUDE_SETS = (LEAN, FRONTEND, SCRIPT, FULL)  # full holds every other
+PCH_SETS = (LEAN, FRONTEND, SCRIPT, FULL)  # each precompiled; full holds every other
+API = "+api"  # the suffix of a set whose TUs also include the C++ API headers that define the names their code uses
+INCLUDE_SETS = (LEAN, LEAN + API, SCRIPT, SCRIPT + API, FRONTEND, FULL)
 HEADERS = {
     LEAN: "harness/stmt.h", FRONTEND: "harness/stmt_frontend.h", SCRIPT: "harness/stmt_script.h",
     FULL: "harness/stmt_full.h",
@@ -55,9 +66,8 @@ HEADERS = {
 # namespace after `torch::` or on its own (after `using namespace torch;`).
 _NEEDS = (
     (SCRIPT, re.compile(r"\b(?:torch::)?(?:jit|script)::|\btorch::(?:class_|CustomClassHolder)\b")),
-    (FRONTEND, re.compile(
-        r"\b(?:torch::)?(?:nn|optim|data|serialize|autograd::Function|fft|linalg|special|nested|sparse)::"
-        r"|\btorch::(?:save|load|NoGradGuard|AutoGradMode|manual_seed|Module)\b")),
+    # Declared outside the API's own headers (torch/csrc/autograd), which only torch/torch.h brings.
+    (FRONTEND, re.compile(r"\b(?:torch::)?autograd::Function\b")),
 )
 _INCLUDE = re.compile(r"^\s*#\s*include\b(.*)$", re.MULTILINE)
 _HEADER = re.compile(r"\s*<([^>]+)>")
@@ -89,9 +99,21 @@ def _include_set_of(line: str) -> str:
     return FULL
 
 
+def precompiled(include_set: str) -> str:
+    """The set whose PCH (and header) ``include_set`` is built with: lean+api is lean's."""
+    return include_set.removesuffix(API)
+
+
+def api_includes(statement: CppStatement) -> list[str]:
+    """The C++ API headers a +api set's TU includes for ``statement`` (none when it uses no name of the API)."""
+    code = "\n".join(statement.section(name) for name in SECTIONS)
+    return headers_for(code, toolchain().torch_include).headers if uses_api(code) else []
+
+
 def static_choice(statement: CppStatement) -> tuple[str, str]:
     """(include set, reason) from the statement's text alone: the smallest set that declares what it names."""
     found: dict[str, str] = {}  # set -> the first reason for it
+    api: list[str] = []  # where each section uses a name of the C++ API, with the headers that define it
     for name in SECTIONS:
         code = statement.section(name)
         for m in _INCLUDE.finditer(code):
@@ -101,14 +123,22 @@ def static_choice(statement: CppStatement) -> tuple[str, str]:
         for include_set, pattern in _NEEDS:
             if m := pattern.search(code):
                 found.setdefault(include_set, f"{name} uses {m.group(0).rstrip(':')}")
+        if uses_api(code):
+            resolved = headers_for(code, toolchain().torch_include)
+            if resolved.unresolved:
+                found.setdefault(FRONTEND, f"{name} uses {resolved.unresolved}, which no one header of torch's API defines")
+            else:
+                api.append(f"{name} uses {', '.join(resolved.names)} ({', '.join(resolved.headers)})")
     if FULL in found:
         return FULL, found[FULL]
     if FRONTEND in found and SCRIPT in found:
         return FULL, f"{found[FRONTEND]} and {found[SCRIPT]}"
-    for include_set in (FRONTEND, SCRIPT):
-        if include_set in found:
-            return include_set, found[include_set]
-    return LEAN, "tensor code only"
+    if FRONTEND in found:
+        return FRONTEND, found[FRONTEND]
+    base, reason = (SCRIPT, found[SCRIPT]) if SCRIPT in found else (LEAN, "tensor code only")
+    if api:
+        return base + API, "; ".join(api) if base == LEAN else f"{reason}; {'; '.join(api)}"
+    return base, reason
 
 
 # The undeclared name is torch's: a name of the user's own that is undeclared

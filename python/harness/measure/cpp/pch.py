@@ -1,7 +1,7 @@
 """The precompiled headers of statement translation units: one per include set, built once.
 
-Each include set (``measure.cpp.include_set``: lean, frontend, script, full) has its own
-directory and ``.gch``, so both coexist. The headers are precompiled once (a g++ ``.gch``) with exactly the
+Each precompiled include set (``measure.cpp.include_set``: lean, frontend, script, full) has its own
+directory and ``.gch``, so they coexist (lean+api and script+api use lean's and script's). The headers are precompiled once (a g++ ``.gch``) with exactly the
 flags that ``torch.utils.cpp_extension`` passes, read from the
 ``build.ninja`` it writes. The first build does not wait for it: the PCH is
 compiled in a detached, lowest-priority process
@@ -39,7 +39,7 @@ from harness.errors import BuildError, HarnessError
 from harness.files.atomic import atomic_write_text
 from harness.files.cache import ensure_private_dir
 from harness.measure.cpp.diagnostics import MAX_ERROR_CHARS
-from harness.measure.cpp.include_set import HEADERS, INCLUDE_SETS, LEAN
+from harness.measure.cpp.include_set import HEADERS, LEAN, PCH_SETS
 from harness.measure.cpp.log import log_event
 from harness.measure.cpp.toolchain import PACKAGE_DIR, toolchain
 from harness.options import CPP_PCH_CHOICES, CPP_PCH_ENV, env_choice
@@ -141,7 +141,7 @@ def _pch_lock_path(include_set: str = LEAN) -> Path:
 
 def pch_building(include_set: str | None = None) -> bool:
     """True while some process holds this include set's PCH build lock (any set's, when None)."""
-    for each in INCLUDE_SETS if include_set is None else (include_set,):
+    for each in PCH_SETS if include_set is None else (include_set,):
         with open(_pch_lock_path(each), "a") as f:
             try:
                 fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -156,7 +156,7 @@ def wait_for_pch(timeout: float = PCH_WAIT_TIMEOUT, include_set: str = LEAN) -> 
     if not pch_enabled():
         return False
     deadline = time.monotonic() + timeout
-    for each in INCLUDE_SETS:
+    for each in PCH_SETS:
         with open(_pch_lock_path(each), "a") as f:
             while True:
                 try:
