@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.measure.cpp.api_headers import API_INCLUDE, headers_for, index, uses_api
+from harness.measure.cpp.api_headers import API_INCLUDE, headers_for, index, unaliased, uses_api
 from harness.measure.cpp.toolchain import toolchain
 
 
@@ -64,3 +64,20 @@ def test_a_name_it_cannot_resolve_is_reported(torch_include):
     assert headers_for("namespace O = torch::optim;", torch_include).unresolved == "torch::optim"
     found = headers_for("torch::nn::Linear l(2, 2); torch::nn::NoSuchThing t;", torch_include)
     assert found.unresolved == "torch::nn::NoSuchThing" and found.headers == []
+
+
+def test_a_namespace_alias_of_torchs_is_read_through(torch_include):
+    # Declared in one section, used in others, in any spacing, with or without the leading ::.
+    codes = unaliased(["namespace F = ::torch :: nn :: functional ;\nnamespace O = torch::optim;",
+                       "O::SGD opt({w}, O::SGDOptions(0.1));", "auto y = F::relu(x) + my::F::g(x) + xF::h(x);"])
+    assert codes == ["\n", "torch::optim::SGD opt({w}, torch::optim::SGDOptions(0.1));",
+                     "auto y = torch::nn::functional::relu(x) + my::F::g(x) + xF::h(x);"]
+    found = headers_for("\n".join(codes), torch_include)
+    assert found.headers == ["torch/optim/sgd.h", "torch/nn/functional/activation.h"] and found.unresolved is None
+    # An alias nothing uses stays (its namespace is torch/torch.h's to declare); an alias of
+    # another namespace is not torch's; code without aliases is returned as it is.
+    assert unaliased(["namespace F = torch::nn::functional;", "auto y = x;"]) == [
+        "namespace F = torch::nn::functional;", "auto y = x;"]
+    assert unaliased(["namespace G = mine::ns;", "auto y = G::f(x);"]) == ["namespace G = mine::ns;", "auto y = G::f(x);"]
+    plain = ["auto y = x;"]
+    assert unaliased(plain) is plain

@@ -1,7 +1,7 @@
 """The lean, lean+api, frontend, script and full include sets: chosen automatically, cached, logged; real g++, real torch.
 
 Cost: the ``chosen`` fixture builds fresh statements (a per-session tag) once:
-a lean module, a lean+api module (torch::nn, torch::optim), a frontend module (a namespace alias), a script module, one failed lean build retried with the full
+a lean module, a lean+api module (torch::nn, torch::optim, a name behind a namespace alias), a frontend module (an #include of torch/torch.h), a script module, one failed lean build retried with the full
 set and one genuine error (its lean build fails, it is not retried). Each
 build is ~3 s (lean) or ~7-9 s (frontend, script, full) with the PCHs of the
 session's cache, ~20-40 s without. ``test_a_stale_pch_is_rebuilt`` damages the lean PCH and waits for
@@ -37,8 +37,10 @@ SETUP = f"auto x = torch::ones({{4, 4}}); {TAG}"
 TENSOR = ("auto y = torch::relu(x * 2);", SETUP)
 LINEAR = ("auto y = lin(x);", f"torch::nn::Linear lin(4, 2);\n{SETUP}")
 OPTIM = ("opt.zero_grad();", f"{SETUP}\ntorch::optim::SGD opt({{x}}, torch::optim::SGDOptions(0.1));")
-# Names behind a namespace alias: no header can be told from the text, so the frontend set.
+# A name behind a namespace alias (as torch's C++ docs write it): read through, so lean+api.
 ALIAS = ("auto y = F::relu(x);", SETUP, "namespace F = torch::nn::functional;")
+# The user asks for torch/torch.h: the frontend set holds it.
+INCLUDES_TORCH = ("auto y = torch::nn::functional::gelu(x);", SETUP, "#include <torch/torch.h>")
 PICKLE = ("auto y = torch::jit::pickle_save(x);", SETUP)
 # torch::OrderedDict is declared by torch/torch.h, not by the lean set; nothing in the text says so.
 MISSING = ('torch::OrderedDict<std::string, int> d;\nd.insert("a", 1);\nauto y = x * d["a"];', SETUP)
@@ -57,7 +59,7 @@ def _events(statement: CppStatement, events: list[dict]) -> list[dict]:
 def chosen():
     logged = len(read_log())
     t0 = time.monotonic()
-    report = build([_statement(p) for p in (TENSOR, LINEAR, OPTIM, ALIAS, PICKLE, MISSING, GENUINE)])
+    report = build([_statement(p) for p in (TENSOR, LINEAR, OPTIM, ALIAS, INCLUDES_TORCH, PICKLE, MISSING, GENUINE)])
     events = [e for e in read_log()[logged:] if e["pid"] == os.getpid()]
     print(f"\ninclude-set batch: {report.built} built, {len(report.failed)} failed, {time.monotonic() - t0:.1f} s")
     return report, events
@@ -71,12 +73,13 @@ def test_tensor_code_is_lean_api_names_their_headers_and_torch_jit_script_withou
     (choice,) = [e for e in _events(_statement(LINEAR), events) if e["event"] == "include_set"]
     assert choice["include_set"] == "lean+api"
     assert choice["reason"] == "setup uses torch::nn::Linear (torch/nn/modules/linear.h)"
-    # Built together with OPTIM, in one module whose TU includes the one header each
-    # needs (and not torch/torch.h), on top of the lean set.
+    # Built together with OPTIM and ALIAS, in one module whose TU includes the one header
+    # each needs (and not torch/torch.h), on top of the lean set.
     (module,) = [e["module"] for e in events if e["event"] == "builds" and e["include_set"] == "lean+api"]
     source = (toolchain().root / "modules" / module.removeprefix("hstmt_") / "tu0.cpp").read_text()
     assert [line for line in source.splitlines() if line.startswith("#include")] == [
-        "#include <torch/nn/modules/linear.h>", "#include <torch/optim/sgd.h>"]
+        "#include <torch/nn/modules/linear.h>", "#include <torch/optim/sgd.h>",
+        "#include <torch/nn/functional/activation.h>"]
     assert [e["include_set"] for e in events if e["event"] == "builds"].count("lean") == 1
     m = harness.Timer(*LINEAR, language="cpp").timeit(20)
     assert m.median > 0
@@ -86,10 +89,15 @@ def test_tensor_code_is_lean_api_names_their_headers_and_torch_jit_script_withou
     assert choice["reason"] == "setup uses torch::optim::SGD, torch::optim::SGDOptions (torch/optim/sgd.h)"
     assert harness.Timer(*OPTIM, language="cpp").timeit(5).median > 0
     alias = report.compiled[_statement(ALIAS).key]
-    assert alias.include_set == "frontend"
+    assert alias.include_set == "lean+api"
     (choice,) = [e for e in _events(_statement(ALIAS), events) if e["event"] == "include_set"]
-    assert choice["reason"] == "global_setup uses torch::nn::functional, which no one header of torch's API defines"
+    assert choice["reason"] == "stmt uses torch::nn::functional::relu (torch/nn/functional/activation.h)"
     assert harness.Timer(*ALIAS, language="cpp").timeit(5).median > 0
+    included = report.compiled[_statement(INCLUDES_TORCH).key]
+    assert included.include_set == "frontend"
+    (choice,) = [e for e in _events(_statement(INCLUDES_TORCH), events) if e["event"] == "include_set"]
+    assert choice["reason"] == "global_setup includes <torch/torch.h>"
+    assert harness.Timer(*INCLUDES_TORCH, language="cpp").timeit(5).median > 0
     pickle = report.compiled[_statement(PICKLE).key]
     assert pickle.include_set == "script"
     (choice,) = [e for e in _events(_statement(PICKLE), events) if e["event"] == "include_set"]
@@ -142,16 +150,26 @@ def test_the_text_chooses_the_smallest_set_that_declares_it():
         "script+api", "setup uses torch::jit; setup uses torch::nn::Linear (torch/nn/modules/linear.h)")
     alias_jit = CppStatement("auto y = F::relu(x);", setup="auto m = torch::jit::load(p);",
                              global_setup="namespace F = torch::nn::functional;")
-    assert static_choice(alias_jit) == ("full", "global_setup uses torch::nn::functional, which no one header of "
-                                                "torch's API defines and setup uses torch::jit")
+    assert static_choice(alias_jit) == (
+        "script+api", "setup uses torch::jit; stmt uses torch::nn::functional::relu (torch/nn/functional/activation.h)")
+    # The frontend and TorchScript together need both: torch/torch.h asked for, and torch::jit.
+    torch_jit = CppStatement("auto m = torch::jit::load(p);", global_setup="#include <torch/torch.h>")
+    assert static_choice(torch_jit) == ("full", "global_setup includes <torch/torch.h> and stmt uses torch::jit")
     assert static_choice(CppStatement("torch::save(x, path);")) == ("lean+api", "stmt uses torch::save (torch/serialize.h)")
     # torch::nn names each get the header that defines them; one the index cannot resolve needs the frontend.
     functional = CppStatement("auto y = torch::nn::functional::relu(x) + torch::nn::init::xavier_uniform_(w);")
     assert static_choice(functional) == ("lean+api", "stmt uses torch::nn::functional::relu, torch::nn::init::xavier_uniform_ "
                                                     "(torch/nn/functional/activation.h, torch/nn/init.h)")
     alias = CppStatement("auto y = F::relu(x);", global_setup="namespace F = torch::nn::functional;")
-    assert static_choice(alias) == (
+    assert static_choice(alias) == ("lean+api", "stmt uses torch::nn::functional::relu (torch/nn/functional/activation.h)")
+    # An alias nothing uses: its namespace is declared by torch/torch.h only.
+    unused = CppStatement("auto y = x;", global_setup="namespace F = torch::nn::functional;")
+    assert static_choice(unused) == (
         "frontend", "global_setup uses torch::nn::functional, which no one header of torch's API defines")
+    assert static_choice(CppStatement("using namespace torch::nn;\nLinear lin(2, 2);"))[0] == "frontend"
+    # An alias of torch::jit is read through too.
+    assert static_choice(CppStatement("auto s = tj::pickle_save(x);", global_setup="namespace tj = torch::jit;")) == (
+        "script", "stmt uses torch::jit")
     assert static_choice(CppStatement("struct F : torch::autograd::Function<F> {};"))[0] == "frontend"
     # An #include asks for the smallest set that holds the header; one of the user's own for the full set.
     def included(*headers: str) -> tuple[str, str]:

@@ -17,11 +17,14 @@ namespace's headers (``torch/nn.h`` and ``torch/nn/**``); one of
 ``torch/``. A name maps to every header that defines it, in the forms torch
 declares them: ``TORCH_MODULE(Name)`` (``Name`` and ``NameImpl``), class and
 struct definitions, ``using Name = ...`` aliases and ``using ns::name;``
-declarations, ``inline``, ``TORCH_API`` and template functions. A statement is
-targeted only when every such name resolves; anything else (a namespace alias
-such as ``namespace F = torch::nn::functional;``, ``torch::nn::functional`` then
-being all the code names) leaves the choice to the frontend set, and a missing
-declaration after all is retried with the full set (``measure.cpp.include_set``).
+declarations, ``inline``, ``TORCH_API`` and template functions. A namespace
+alias of torch's (``namespace F = torch::nn::functional;``, as torch's own C++
+docs write) is read through: ``F::relu`` is looked up as
+``torch::nn::functional::relu`` (``unaliased``). A statement is targeted only
+when every such name resolves; anything else (a namespace named alone, as in
+``using namespace torch::nn;`` or an alias the code never uses) leaves the
+choice to the frontend set, and a missing declaration after all is retried with
+the full set (``measure.cpp.include_set``).
 """
 
 from __future__ import annotations
@@ -56,6 +59,33 @@ _FORMS = (_CLASS, _ALIAS, _USING, _INLINE_FUNCTION, _API_FUNCTION, _FUNCTION_TEM
 _USE = re.compile(r"\b(?:torch::)?(" + "|".join(SCOPES) + r")::(?:\w+::)*(\w*)"
                   r"|\btorch::(" + "|".join(TOP_NAMES) + r")\b"
                   r"|\btorch::(?:" + "|".join(SCOPES) + r")\b(?!::)")  # `namespace O = torch::optim;`: unresolved
+
+
+def _alias_pattern() -> re.Pattern[str]:
+    # `namespace F = torch::nn::functional;` (or `= ::torch::optim;`): an alias of a namespace of torch's.
+    # Compiled on first use, not at import: every worker imports this module.
+    return re.compile(r"\bnamespace\s+(\w+)\s*=\s*(?:::\s*)?(torch(?:\s*::\s*\w+)+)\s*;")
+
+
+def unaliased(codes: list[str]) -> list[str]:
+    """The sections of one statement (``codes``) with each use of a namespace alias of torch's written out.
+
+    ``F::relu`` becomes ``torch::nn::functional::relu`` wherever the alias is
+    declared (global_setup, setup or stmt); the declaration of an alias the
+    code uses is dropped, since the headers that define the names it is used
+    for declare its namespace. An alias the code never uses is left as
+    written: only torch/torch.h declares every namespace.
+    """
+    if not any("namespace" in code for code in codes):
+        return codes
+    pattern = _alias_pattern()
+    aliases = {m.group(1): (m.group(0), re.sub(r"\s+", "", m.group(2))) for code in codes for m in pattern.finditer(code)}
+    for alias, (declaration, namespace) in aliases.items():
+        use = re.compile(rf"(?<![\w:]){alias}\s*::")
+        if not any(use.search(code.replace(declaration, "")) for code in codes):
+            continue
+        codes = [use.sub(namespace + "::", code.replace(declaration, "")) for code in codes]
+    return codes
 
 
 def _headers(root: Path, scope: str) -> list[Path]:

@@ -16,9 +16,11 @@ what it uses:
   ``torch/optim/sgd.h``), parsed on top of that set's PCH: most of
   ``torch/torch.h``'s cost is in headers such a statement does not use;
 - frontend (``harness/stmt_frontend.h``: ``torch/torch.h``, the C++ frontend):
-  code that uses a name of the API the text cannot map to a header (behind a
-  namespace alias such as ``F::relu``), ``torch::autograd::Function``, or
-  includes ``torch/torch.h``;
+  code that uses a name of the API the text cannot map to a header (a
+  namespace named alone, as in ``using namespace torch::nn;``),
+  ``torch::autograd::Function``, or includes ``torch/torch.h``; a namespace
+  alias (``namespace F = torch::nn::functional;``) is read through, so
+  ``F::relu`` is lean+api;
 - script (``harness/stmt_script.h``: ``torch/script.h``, TorchScript's loader,
   custom operators and classes, without the frontend): code that names
   ``torch::jit`` or ``script::``;
@@ -46,7 +48,7 @@ from pathlib import Path
 
 from harness.files.atomic import atomic_write_text
 from harness.files.cache import ensure_private_dir
-from harness.measure.cpp.api_headers import headers_for, uses_api
+from harness.measure.cpp.api_headers import headers_for, unaliased, uses_api
 from harness.measure.cpp.statement import SECTIONS, CppStatement
 from harness.measure.cpp.toolchain import toolchain
 
@@ -104,9 +106,14 @@ def precompiled(include_set: str) -> str:
     return include_set.removesuffix(API)
 
 
+def _sections(statement: CppStatement) -> dict[str, str]:
+    """The statement's sections as the choice reads them: namespace aliases of torch's written out."""
+    return dict(zip(SECTIONS, unaliased([statement.section(name) for name in SECTIONS]), strict=True))
+
+
 def api_includes(statement: CppStatement) -> list[str]:
     """The C++ API headers a +api set's TU includes for ``statement`` (none when it uses no name of the API)."""
-    code = "\n".join(statement.section(name) for name in SECTIONS)
+    code = "\n".join(_sections(statement).values())
     return headers_for(code, toolchain().torch_include).headers if uses_api(code) else []
 
 
@@ -114,8 +121,7 @@ def static_choice(statement: CppStatement) -> tuple[str, str]:
     """(include set, reason) from the statement's text alone: the smallest set that declares what it names."""
     found: dict[str, str] = {}  # set -> the first reason for it
     api: list[str] = []  # where each section uses a name of the C++ API, with the headers that define it
-    for name in SECTIONS:
-        code = statement.section(name)
+    for name, code in _sections(statement).items():
         for m in _INCLUDE.finditer(code):
             include_set = _include_set_of(m.group(1))
             if include_set != LEAN:
