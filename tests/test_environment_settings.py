@@ -156,11 +156,11 @@ def test_cache_root(tmp_path: Path):
     a_file = tmp_path / "a_file"
     a_file.write_text("")
     _refused(_cli("cache", "info", env=_env(HARNESS_CACHE_DIR=str(a_file))),
-             f"HARNESS_CACHE_DIR={str(a_file)!r}: cannot use {a_file} as the harness cache (File exists); "
-             "set HARNESS_CACHE_DIR to a directory you can write")
+             f"{a_file}: cannot use it as the harness cache: {a_file} is a file, not a directory; "
+             f"set HARNESS_CACHE_DIR to a directory of yours that you can write (now: HARNESS_CACHE_DIR={str(a_file)!r})")
     _refused(_cli("cache", "info", env=_env(HARNESS_CACHE_DIR=None, XDG_CACHE_HOME=str(a_file))),
-             f"XDG_CACHE_HOME={str(a_file)!r}: cannot use {a_file / 'harness'} as the harness cache "
-             "(Not a directory); set HARNESS_CACHE_DIR to a directory you can write")
+             f"{a_file / 'harness'}: cannot use it as the harness cache: {a_file} is a file, not a directory; "
+             f"set HARNESS_CACHE_DIR to a directory of yours that you can write (now: XDG_CACHE_HOME={str(a_file)!r})")
 
 
 # -- C++ statements ---------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 
 Lives here: ``atomic`` (a reader sees the old file or the new one),
 ``csv_file`` and ``jsonl_file`` (read with line numbers, append atomically),
-``cache`` (the per-user cache root, private to its owner).
+``cache`` (the per-user cache root, private to its owner), ``oserrors``
+(an OSError on a path harness owns as one message: path, problem, fix).
 May import: ``harness.errors`` and ``harness.options`` only.
 Imported by: every layer that writes a file.
 """

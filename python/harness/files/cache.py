@@ -5,37 +5,56 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from harness.errors import UsageError
+from harness.files.oserrors import owned, refuse_foreign
 from harness.options import CACHE_DIR_ENV, XDG_CACHE_HOME_ENV, env
+
+
+def configured_root() -> tuple[Path, str]:
+    """The cache root the environment names (not created), and where that choice came from."""
+    chosen = env(CACHE_DIR_ENV)
+    xdg = env(XDG_CACHE_HOME_ENV)
+    if chosen:
+        return Path(chosen), f"{CACHE_DIR_ENV}={chosen!r}"
+    if xdg:
+        return Path(xdg) / "harness", f"{XDG_CACHE_HOME_ENV}={xdg!r}"
+    return Path.home() / ".cache" / "harness", f"{CACHE_DIR_ENV} and {XDG_CACHE_HOME_ENV} unset"
+
+
+def cache_fix() -> str:
+    """How to move the cache, for messages about a cache that cannot be used."""
+    _, source = configured_root()
+    return f"set {CACHE_DIR_ENV} to a directory of yours that you can write (now: {source})"
 
 
 def cache_root() -> Path:
     """``$HARNESS_CACHE_DIR``, else ``$XDG_CACHE_HOME/harness``, else ``~/.cache/harness`` (unset or empty alike).
 
     Created with mode 0700: compiled code in it is loaded and run, so other
-    users must not be able to plant files there. A root that cannot be
-    created (a file, a read-only place) is a UsageError naming the variable
-    it came from.
+    users must not be able to plant files there, and a root that belongs to
+    another user is refused. A root that cannot be created or used (a file, a
+    read-only or full file system, a dangling link) is a PathError naming the
+    path, what is wrong and the variable that moves it.
     """
-    chosen = env(CACHE_DIR_ENV)
-    xdg = env(XDG_CACHE_HOME_ENV)
-    if chosen:
-        root, source = Path(chosen), f"{CACHE_DIR_ENV}={chosen!r}"
-    elif xdg:
-        root, source = Path(xdg) / "harness", f"{XDG_CACHE_HOME_ENV}={xdg!r}"
-    else:
-        root, source = Path.home() / ".cache" / "harness", f"{CACHE_DIR_ENV} and {XDG_CACHE_HOME_ENV} unset"
-    try:
-        return ensure_private_dir(root)
-    except OSError as exc:
-        raise UsageError(f"{source}: cannot use {root} as the harness cache ({exc.strerror or exc}); "
-                         f"set {CACHE_DIR_ENV} to a directory you can write") from exc
+    root, _ = configured_root()
+    return ensure_private_dir(root, what="the harness cache")
 
 
-def ensure_private_dir(path: Path) -> Path:
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
-    if path.stat().st_mode & 0o077:
-        path.chmod(0o700)
+def ensure_private_dir(path: Path, fix: str | None = None, what: str = "a private harness directory") -> Path:
+    """``path`` as a directory of this user's with mode 0700, made if missing.
+
+    Any failure is a PathError (``files.oserrors``) naming the path, the
+    problem and ``fix`` (by default, for a path in the cache, the variable
+    that moves the cache).
+    """
+    if fix is None:
+        root, _ = configured_root()
+        if path == root or root in path.parents:
+            fix = cache_fix()
+    with owned(path, f"use it as {what}", fix):
+        path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        refuse_foreign(path, what, fix)
+        if path.stat().st_mode & 0o077:
+            path.chmod(0o700)
     return path
 
 
