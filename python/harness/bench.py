@@ -35,6 +35,7 @@ from typing import Any
 from harness import kinds
 from harness.define.selection import with_mode, with_sides
 from harness.errors import Terminated, UsageError
+from harness.history import open_history, provenance
 from harness.measure.callgrind.layers import load_rules
 from harness.measure.counters.base import InstructionCounter
 from harness.measure.counters.choice import get_counter
@@ -94,12 +95,19 @@ class Run:
         self.tasks = list(tasks)
         self.results: list[TaskResult] = []
         self.environment: dict[str, Any] = environment.collect(argv)
+        if options.label:
+            self.environment["label"] = options.label
+        if options.history is not None:
+            # The user's own commit and branch (not harness's): what the history orders runs by.
+            self.environment["repository"] = provenance.repository()
         self._writer = self._kind_writer()
 
     def check_output(self) -> None:
         """Fail now, not after the run, when the output cannot take the record."""
         if self.options.output and self._writer is None:
             store.check_writable(self.options.output)
+        if self.options.history is not None:
+            open_history(self.options.history).close()  # a foreign, damaged or newer database fails now
 
     def _kind_writer(self) -> Callable[[str, RunRecord], list[Path]] | None:
         """The writer of the run's one kind for the output's suffix, when it has one."""
@@ -126,6 +134,11 @@ class Run:
         """Write the record to the output (if any); every file written is reported as an event."""
         record = self.record()
         output = self.options.output
+        if self.options.history is not None:
+            with open_history(self.options.history) as history:
+                stored = history.store(record)
+            on_event(Event("written", "history", path=history.location.shown, appended=not stored.added,
+                           note=f"run {stored.run_id}"))
         if not output:
             return record
         if self._writer is not None:

@@ -1,4 +1,4 @@
-"""Command line: ``python -m harness {list,bench,merge,compare,report,check,cache}``."""
+"""Command line: ``python -m harness {list,bench,merge,compare,report,check,history,cache}`` (history: ``cli_history``)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from harness._version import __version__
+from harness.cli_history import add_parser as add_history_parser
+from harness.cli_history import cmd_history
 from harness.errors import HarnessError, Terminated, UsageError
 from harness.options import (
     COUNTER_CHOICES,
@@ -137,6 +139,13 @@ def _parser() -> argparse.ArgumentParser:
         "its nodes need the resource {\"harness_wall\": 1} for wall-time tasks",
     )
 
+    bench.add_argument(
+        "--history", nargs="?", const="", metavar="PATH|URL",
+        help="also store the run in the history database (`history show`, `history changes`): PATH, a "
+        "SQLAlchemy URL, or without a value $HARNESS_HISTORY, else $XDG_DATA_HOME/harness/history.sqlite",
+    )
+    bench.add_argument("--label", default="", help="a free text kept with the run (its record and its history)")
+
     merge = sub.add_parser("merge", help="join the records of bench --shard parts into one run record")
     merge.add_argument("output", metavar="OUTPUT", help="run record to write (.json, .jsonl or .csv)")
     merge.add_argument("inputs", nargs="+", metavar="INPUT", help="the parts' run records")
@@ -205,6 +214,8 @@ def _parser() -> argparse.ArgumentParser:
         help="judge this metric (repeatable; default: the metrics FILE has rows for)",
     )
 
+    add_history_parser(sub)
+
     cache = sub.add_parser("cache", help="inspect or clear the per-user cache")
     cache.add_argument(
         "action", choices=["info", "clear"],
@@ -254,7 +265,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         pythons=tuple(args.pythons),
         layers=bool(args.layers or args.layers_rules or args.explain_layers), layers_rules=args.layers_rules,
         shard=parse_shard(args.shard) if args.shard else None, durations=args.durations,
-        executor=args.executor, address=args.address,
+        executor=args.executor, address=args.address, history=args.history, label=args.label,
     )
     suites, tasks = _suites_and_tasks(args)
     console = Console(stderr=True)
@@ -466,7 +477,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 COMMANDS = {
     "list": cmd_list, "bench": cmd_bench, "compare": cmd_compare, "report": cmd_report, "check": cmd_check,
-    "cache": cmd_cache, "merge": cmd_merge,
+    "cache": cmd_cache, "merge": cmd_merge, "history": cmd_history,
 }
 
 

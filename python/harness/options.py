@@ -52,12 +52,14 @@ COUNTER_ENV = "HARNESS_COUNTER"
 CPP_PCH_ENV = "HARNESS_CPP_PCH"
 CXX_ENV = "CXX"
 GPT_FAST_SIZE_ENV = "HARNESS_GPT_FAST_SIZE"
+HISTORY_ENV = "HARNESS_HISTORY"
 KEEP_WORKER_ENV = "HARNESS_KEEP_WORKER"
 PCH_LOG_ENV = "HARNESS_PCH_LOG"
 XDG_CACHE_HOME_ENV = "XDG_CACHE_HOME"
 
 # name -> (default, effect of each setting); docs/environment.md lists the same (a test keeps the
 # defaults equal), and tests/test_environment_settings.py tests each setting.
+XDG_DATA_HOME_ENV = "XDG_DATA_HOME"
 ENVIRONMENT: dict[str, tuple[str, str]] = {
     CACHE_DIR_ENV: ("$XDG_CACHE_HOME/harness",
                     "DIR: the per-user cache root (compiled core, C++ statements, PCH, TorchScript files, "
@@ -69,6 +71,13 @@ ENVIRONMENT: dict[str, tuple[str, str]] = {
     CPP_PCH_ENV: ("1",
                   "1, unset or empty: C++ statements compile against a precompiled header of their include set "
                   "(g++ only), built once in the background; 0: they compile without one, and none is built; "
+    HISTORY_ENV: ("$XDG_DATA_HOME/harness/history.sqlite",
+                  "PATH or URL: the history database of bench --history and the history commands when they "
+                  "name none (a file path, or a SQLAlchemy URL such as postgresql+psycopg://host/db); "
+                  "unset or empty: $XDG_DATA_HOME/harness/history.sqlite"),
+    XDG_DATA_HOME_ENV: ("~/.local/share",
+                        "DIR: the default history database is DIR/harness/history.sqlite; "
+                        "unset or empty: ~/.local/share/harness/history.sqlite"),
                   "anything else: an error"),
     CXX_ENV: ("c++",
               "COMPILER: the compiler (a name on PATH, or a path) that builds C++ statements, as "
@@ -183,7 +192,9 @@ class RunOptions:
     N balanced parts of the tasks (``run.shards``), balanced by the durations
     in the run record ``durations`` when given. ``executor``: "local" (this
     machine) or "ray" (``harness.cluster``: a local Ray of ``jobs`` CPUs started
-    for the run, or the cluster at ``address``).
+    for the run, or the cluster at ``address``). ``history``: also store the run
+    in the history database at that path or URL ("": ``$HARNESS_HISTORY``, else
+    the default file; None: not stored there); ``label``: a free text kept with the run.
     """
 
     min_run_time: float = DEFAULT_MIN_RUN_TIME
@@ -210,6 +221,9 @@ class RunOptions:
             raise UsageError(f"--jobs must be >= 1, got {self.jobs}")
         if self.timeout is not None and (
             isinstance(self.timeout, bool) or not isinstance(self.timeout, int | float) or not self.timeout > 0
+    # ``--history [PATH|URL]``: also store the run in the history database ("": the default one; None: not).
+    history: str | None = None
+    label: str = ""  # ``--label``: a free text kept with the run (its record and its history)
         ):
             raise UsageError(f"--timeout must be > 0, got {self.timeout}")
         if self.mode is not None and self.mode not in MODE_CHOICES:

@@ -23,7 +23,7 @@ from harness.files.atomic import atomic_write_text
 from harness.model.record import RunRecord
 from harness.model.result import TaskResult
 from harness.options import NOISY_IQR_FRACTION
-from harness.present import plots
+from harness.present import plots, trends
 from harness.present.html_parts import Runs, escape, results_table, run_label
 from harness.present.table import format_value
 from harness.records.store import load_runs
@@ -45,6 +45,8 @@ tr.failed td { background: #fde8e8; }
 .notes { background: #f7f7f7; border-left: 4px solid #bbb; padding: .5em 1em; }
 .warn { background: #fff6db; border-left: 4px solid #e0a800; padding: .5em 1em; }
 .plot svg { max-width: 100%; height: auto; }
+.hover circle { fill: transparent; stroke: none; pointer-events: all; }
+.hover circle:hover { fill: rgba(196, 78, 82, .35); }
 code { background: #f3f3f3; padding: 0 .2em; }
 footer { margin-top: 3em; color: #777; font-size: .85em; }
 """
@@ -176,6 +178,10 @@ def _history_section(runs: Runs) -> str | None:
     return "\n".join(out)
 
 
+def _trends_section(runs: Runs) -> str | None:
+    return trends.trends_section(trends.trends_from_runs(runs)) if len(runs) >= 2 else None
+
+
 def _all_results_section(runs: Runs) -> str:
     out = [
         "<h2 id=\"results\">All results</h2>",
@@ -207,6 +213,7 @@ def sections() -> list[tuple[str, Callable[[Runs], str | None], str]]:
             out.append((title, kinds.resolve(kind.report, f"the report section of kind {kind.name!r}"),
                         f"no run has results of kind {kind.name!r} to show"))
     out.append(("History", _history_section, "needs at least two runs with a benchmark in common"))
+    out.append(("Trends", _trends_section, "needs at least two runs with a benchmark in common"))
     return out
 
 
@@ -221,16 +228,7 @@ def build_report(runs: Runs, title: str = "harness report") -> str:
         else:
             body.append(content)
     noisy_runs = [i + 1 for i, (_, rec) in enumerate(runs) if (rec.environment.get("noise") or {}).get("findings")]
-    parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{escape(title)}</title><style>{CSS}</style></head><body>",
-        f"<h1>{escape(title)}</h1>",
-        f"<p>{len(runs)} run(s); generated {datetime.now(UTC).isoformat(timespec='seconds')} by harness "
-        f'{escape(__version__)}. Tables sort by clicking a column (<span id="script-status" data-ready="0">'
-        "static</span>).</p>",
-    ]
+    parts = []
     if noisy_runs:
         parts.append(
             '<p class="warn">Noise sources were found before run(s) '
@@ -242,9 +240,25 @@ def build_report(runs: Runs, title: str = "harness report") -> str:
     parts.append(_runs_section(runs))
     parts.extend(body)
     parts.append(_all_results_section(runs))
-    parts.append(f"<footer>harness {escape(__version__)}</footer>")
-    parts.append(f"<script>{SCRIPT}</script>")
-    parts.append("</body></html>")
+    return page(title, parts, f"{len(runs)} run(s)")
+
+
+def page(title: str, sections: Sequence[str], what: str = "") -> str:
+    """A self-contained page: the report's style, ``sections`` (HTML), the sorting script."""
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{escape(title)}</title><style>{CSS}</style></head><body>",
+        f"<h1>{escape(title)}</h1>",
+        f"<p>{escape(what) + '; ' if what else ''}generated {datetime.now(UTC).isoformat(timespec='seconds')} "
+        f'by harness {escape(__version__)}. Tables sort by clicking a column (<span id="script-status" '
+        'data-ready="0">static</span>).</p>',
+        *sections,
+        f"<footer>harness {escape(__version__)}</footer>",
+        f"<script>{SCRIPT}</script>",
+        "</body></html>",
+    ]
     return "\n".join(parts) + "\n"
 
 

@@ -17,10 +17,11 @@ NOISY_COLOR = "#d62728"
 PALETTE = ["#4c72b0", "#dd8452", "#55a868", "#8172b3", "#937860", "#da8bc3", "#8c8c8c", "#ccb974", "#64b5cd"]
 
 
-def _svg(fig: Figure) -> str:
+def _svg(fig: Figure, crop: bool = True) -> str:
+    """``crop=False`` keeps the figure's own size, so its pixel coordinates map onto the SVG's."""
     buf = io.StringIO()
     with matplotlib.rc_context({"svg.fonttype": "none"}):  # text stays text: smaller, selectable
-        fig.savefig(buf, format="svg", bbox_inches="tight")
+        fig.savefig(buf, format="svg", bbox_inches="tight" if crop else None)
     text = buf.getvalue()
     return text[text.index("<svg") :]
 

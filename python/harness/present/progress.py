@@ -109,7 +109,10 @@ class RunProgress:
 
     def print_written(self) -> None:
         for event in self.written:
-            if event.message == "run record":
+            if event.message == "history":
+                kept = "already in" if event.appended else "stored in"
+                self._line(f"run {kept} the history {event.path} ({event.note})")
+            elif event.message == "run record":
                 verb = "appended to" if event.appended else "written to"
                 note = f" ({event.note})" if event.note else ""
                 self._line(f"run record {verb} {event.path}{note}")

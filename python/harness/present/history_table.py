@@ -1,0 +1,141 @@
+"""The history's tables: each benchmark's values over runs with a sparkline, and the steps found in them.
+
+``show_table`` is ``history show``: per benchmark its runs, first and latest
+value, the latest against the first and against the run before, the range,
+and a sparkline of every value (medians of equal bins when there are more
+runs than characters). ``changes_table`` is ``history changes``: each step
+with its size, the runs on each side (label, commit) and, where both runs
+recorded them, the layers and functions whose instructions moved most.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+from rich.table import Table
+from rich.text import Text
+
+from harness.history import query
+from harness.history.changes import Change
+from harness.history.database import History
+from harness.model.result import TaskResult
+from harness.model.task import Task
+from harness.present.layer_table import layer_changes
+from harness.present.run_comparison import symbol_deltas
+from harness.present.table import format_value
+
+BARS = "▁▂▃▄▅▆▇█"
+SPARK_WIDTH = 40
+TOP_MOVED = 3  # layers and functions shown per step
+
+
+def sparkline(values: np.ndarray, width: int = SPARK_WIDTH) -> str:
+    """Unicode bars, lowest to highest value; more values than ``width``: the median of each bin."""
+    v = np.asarray(values, float)
+    if len(v) == 0:
+        return ""
+    if len(v) > width:
+        v = np.array([np.median(part) for part in np.array_split(v, width)])
+    low, high = float(v.min()), float(v.max())
+    if high - low <= 1e-12 * max(abs(high), 1e-300):
+        return BARS[len(BARS) // 2] * len(v)
+    scaled = np.rint((v - low) / (high - low) * (len(BARS) - 1)).astype(int)
+    return "".join(BARS[i] for i in scaled)
+
+
+def _value(value: float, unit: str) -> str:
+    return format_value(value, unit) if unit in ("s", "instructions") else f"{value:.4g} {unit}".strip()
+
+
+def _change(change: float, worse: bool) -> Text:
+    if not math.isfinite(change):
+        return Text("")
+    style = "" if abs(change) < 0.005 else ("red" if worse else "green")
+    return Text(f"{change * 100:+.1f}%", style=style)
+
+
+def _worse(benchmark: query.Benchmark, change: float) -> bool:
+    return change < 0 if benchmark.higher_is_better else change > 0
+
+
+def show_table(trends: query.Trends, title: str) -> Table:
+    """One row per benchmark with a value in any run."""
+    table = Table(title=title, title_justify="left")
+    table.add_column("benchmark", overflow="fold")
+    for column in ("runs", "first", "latest", "vs first", "vs previous", "min", "max"):
+        table.add_column(column, justify="right", no_wrap=True)
+    table.add_column("trend (oldest to newest)", no_wrap=True)
+    for i, b in enumerate(trends.benchmarks):
+        points, values = trends.series(i)
+        if not len(values):
+            continue
+        first, latest = float(values[0]), float(values[-1])
+        previous = float(values[-2]) if len(values) > 1 else math.nan
+        vs_first = latest / first - 1 if first else math.nan
+        vs_previous = latest / previous - 1 if previous else math.nan
+        table.add_row(
+            Text(b.full_name), str(len(values)), _value(first, b.unit), _value(latest, b.unit),
+            _change(vs_first, _worse(b, vs_first)), _change(vs_previous, _worse(b, vs_previous)),
+            _value(float(values.min()), b.unit), _value(float(values.max()), b.unit), sparkline(values),
+        )
+    return table
+
+
+@dataclasses.dataclass(frozen=True)
+class Why:
+    """What moved with a step: (layer, before, after) and (function, before, after), per run."""
+
+    layers: list[tuple[str, float, float]]
+    symbols: list[tuple[str, float, float]]
+
+
+def _result(benchmark: query.Benchmark, extra: dict, number: int) -> TaskResult:
+    task = Task(benchmark.suite, benchmark.name, benchmark.kind, {}, benchmark.mode, benchmark.side)
+    return TaskResult(task=task, status="ok", unit=benchmark.unit, extra=extra, number_per_run=number)
+
+
+def why(history: History, change: Change) -> Why:
+    """The layers and functions that moved between the runs on the two sides of a step."""
+    found = query.details(history, change.benchmark.id, [change.before.id, change.after.id])
+    if change.before.id not in found or change.after.id not in found:
+        return Why([], [])
+    before, after = (_result(change.benchmark, *found[r.id]) for r in (change.before, change.after))
+    layers = sorted(layer_changes(before, after), key=lambda t: -abs(t[2] - t[1]))
+    symbols = sorted(symbol_deltas(before, after), key=lambda t: -abs(t[3]))
+    return Why([t for t in layers if t[2] != t[1]][:TOP_MOVED],
+               [(s, a, b) for s, a, b, d in symbols if d][:TOP_MOVED])
+
+
+def _side(run: query.RunInfo) -> str:
+    parts = [run.label, run.commit[:10], run.started.replace("T", " ")[:16]]
+    return " ".join(p for p in parts if p)
+
+
+def _moved(items: list[tuple[str, float, float]]) -> str:
+    return "; ".join(f"{name} {b - a:+,.0f}" for name, a, b in items)
+
+
+def changes_table(history: History, changes: list[Change], title: str) -> Table:
+    table = Table(title=title, title_justify="left")
+    table.add_column("benchmark", overflow="fold")
+    table.add_column("step", justify="right", no_wrap=True)
+    table.add_column("before", justify="right", no_wrap=True)
+    table.add_column("after", justify="right", no_wrap=True)
+    table.add_column("last run before", overflow="fold")
+    table.add_column("first run after", overflow="fold")
+    table.add_column("what moved (instructions per run)", overflow="fold")
+    for c in changes:
+        b = c.benchmark
+        reason = why(history, c)
+        moved = "; ".join(filter(None, [
+            f"layers: {_moved(reason.layers)}" if reason.layers else "",
+            f"functions: {_moved(reason.symbols)}" if reason.symbols else "",
+        ]))
+        step = _change(c.step.change, c.worse)
+        if c.step.tentative:
+            step.append(" (newest runs only)")
+        table.add_row(Text(b.full_name), step, _value(c.step.before, b.unit), _value(c.step.after, b.unit),
+                      Text(_side(c.before)), Text(_side(c.after)), Text(moved))
+    return table
