@@ -35,6 +35,7 @@ DOC = ROOT / "docs" / "environment.md"
 PCH_OFF = "tests/measure/cpp/test_cpp_pch_off.py::test_pch_off_builds_runs_and_means_the_same"
 KEPT = "tests/workers/test_kept_worker.py::test_next_run_reuses_the_kept_worker_and_a_busy_one_is_not_shared"
 TINY_RUN = "tests/suites/gpt_fast/test_gpt_fast_suite.py::test_cli_only_with_csv_output_appends"
+KILL_STEPS = "tests/files/test_kill_steps.py::test_sigkill_at_each_step_keeps_the_earlier_content"
 
 # variable -> setting (as the doc labels it, backticks dropped) -> the tests of it.
 SETTINGS: dict[str, dict[str, tuple[str, ...]]] = {
@@ -72,6 +73,13 @@ SETTINGS: dict[str, dict[str, tuple[str, ...]]] = {
     "HARNESS_COUNTER": {"in an instruction-counting worker": ("test_callgrind_worker_environment",)},
     "HARNESS_CALLGRIND_DIR": {"in a callgrind worker": ("test_callgrind_worker_environment",)},
     "HARNESS_PCH_LOG": {"in the background PCH builder": ("test_pch_builder_log",)},
+    "HARNESS_TEST_KILL_AT": {
+        "temporary": (KILL_STEPS, "test_kill_at"),
+        "fsync": (KILL_STEPS, "test_kill_at"),
+        "rename": (KILL_STEPS, "test_kill_at"),
+        "unset or empty": ("test_kill_at",),
+        "anything else": ("test_kill_at",),
+    },
     "PYTHON": {"INTERPRETER": ("test_setup_python",), "unset or empty": ("test_setup_python",)},
 }
 
@@ -316,6 +324,28 @@ def test_callgrind_worker_environment(tmp_path: Path):
     assert not directory.exists()
     listening = subprocess.run(["pgrep", "-f", "--", f"--listen {tmp_path}"], capture_output=True, text=True)
     assert listening.stdout.split() == []
+
+
+# -- the atomic writes' test hook --------------------------------------------------------------
+def test_kill_at(tmp_path: Path):
+    """Each step SIGKILLs the writer (what each leaves: KILL_STEPS); unset or empty writes; a typo is refused."""
+    target = tmp_path / "t.txt"
+    code = f"from harness.files.atomic import atomic_write_text; atomic_write_text({str(target)!r}, 'new')"
+    for step in ("temporary", "fsync", "rename"):
+        proc = _start(code, _env(HARNESS_TEST_KILL_AT=step))
+        proc.communicate(timeout=60)
+        assert proc.returncode == -9 and not target.exists()
+    for value in (None, ""):
+        target.unlink(missing_ok=True)
+        proc = _start(code, _env(HARNESS_TEST_KILL_AT=value))
+        assert proc.communicate(timeout=60)[1] == "" and proc.returncode == 0 and target.read_text() == "new"
+    expected = tmp_path / "expected.csv"
+    results = tmp_path / "results.csv"
+    results.write_text("name,metric,value\na,m,1\n")
+    _refused(_cli("check", str(results), "--expected", str(expected), "--metric", "m", "--update",
+                  env=_env(HARNESS_TEST_KILL_AT="soon")),
+             "HARNESS_TEST_KILL_AT='soon': use one of temporary, fsync, rename (unset: unset)")
+    assert not expected.exists()
 
 
 def test_keep_worker(tmp_path: Path):

@@ -340,9 +340,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     refresh = check.refresh_command(args.results, args.expected, args.metric)
     counts = {v: sum(1 for x in verdicts if x.verdict == v) for v in (check.REGRESSION, check.MISSING, check.IMPROVED, check.NEW)}
     if args.update:
-        update = check.updated(expected, actual, args.metric)
-        if update.changed or update.added or not expected.path.exists():
-            check.write_update(expected, update)
+        update = check.update_file(args.expected, actual, args.metric)  # re-read under the writers' lock
         console.print(
             f"updated {args.expected}: {len(update.changed)} row(s) changed, {len(update.added)} added, "
             f"the rest unchanged (rows move only beyond a third of their margin)",

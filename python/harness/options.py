@@ -55,11 +55,14 @@ GPT_FAST_SIZE_ENV = "HARNESS_GPT_FAST_SIZE"
 HISTORY_ENV = "HARNESS_HISTORY"
 KEEP_WORKER_ENV = "HARNESS_KEEP_WORKER"
 PCH_LOG_ENV = "HARNESS_PCH_LOG"
+TEST_KILL_AT_ENV = "HARNESS_TEST_KILL_AT"
+# The steps of an atomic write (files.atomic) where HARNESS_TEST_KILL_AT makes the writer SIGKILL itself.
+TEST_KILL_POINTS = ("temporary", "fsync", "rename")
 XDG_CACHE_HOME_ENV = "XDG_CACHE_HOME"
+XDG_DATA_HOME_ENV = "XDG_DATA_HOME"
 
 # name -> (default, effect of each setting); docs/environment.md lists the same (a test keeps the
 # defaults equal), and tests/test_environment_settings.py tests each setting.
-XDG_DATA_HOME_ENV = "XDG_DATA_HOME"
 ENVIRONMENT: dict[str, tuple[str, str]] = {
     CACHE_DIR_ENV: ("$XDG_CACHE_HOME/harness",
                     "DIR: the per-user cache root (compiled core, C++ statements, PCH, TorchScript files, "
@@ -68,9 +71,6 @@ ENVIRONMENT: dict[str, tuple[str, str]] = {
     XDG_CACHE_HOME_ENV: ("~/.cache",
                          "DIR: the cache root is DIR/harness when HARNESS_CACHE_DIR is unset or empty; "
                          "unset or empty: ~/.cache/harness"),
-    CPP_PCH_ENV: ("1",
-                  "1, unset or empty: C++ statements compile against a precompiled header of their include set "
-                  "(g++ only), built once in the background; 0: they compile without one, and none is built; "
     HISTORY_ENV: ("$XDG_DATA_HOME/harness/history.sqlite",
                   "PATH or URL: the history database of bench --history and the history commands when they "
                   "name none (a file path, or a SQLAlchemy URL such as postgresql+psycopg://host/db); "
@@ -78,6 +78,9 @@ ENVIRONMENT: dict[str, tuple[str, str]] = {
     XDG_DATA_HOME_ENV: ("~/.local/share",
                         "DIR: the default history database is DIR/harness/history.sqlite; "
                         "unset or empty: ~/.local/share/harness/history.sqlite"),
+    CPP_PCH_ENV: ("1",
+                  "1, unset or empty: C++ statements compile against a precompiled header of their include set "
+                  "(g++ only), built once in the background; 0: they compile without one, and none is built; "
                   "anything else: an error"),
     CXX_ENV: ("c++",
               "COMPILER: the compiler (a name on PATH, or a path) that builds C++ statements, as "
@@ -97,6 +100,11 @@ ENVIRONMENT: dict[str, tuple[str, str]] = {
     PCH_LOG_ENV: ("set by harness",
                   "in the background PCH builder: the file its own output goes to (pch_build.out beside the PCH, "
                   "while a failed compile's messages go to failed.json there)"),
+    TEST_KILL_AT_ENV: ("unset",
+                       "temporary: (a test hook) every atomic write (files.atomic) SIGKILLs its own process before "
+                       "making its temporary file; fsync: after the temporary file's content is synced, before it "
+                       "has a name; rename: once it is named, before it replaces the target; unset or empty: "
+                       "never; anything else: an error"),
 }
 
 
@@ -213,6 +221,9 @@ class RunOptions:
     durations: str | None = None
     executor: str = "local"
     address: str | None = None
+    # ``--history [PATH|URL]``: also store the run in the history database ("": the default one; None: not).
+    history: str | None = None
+    label: str = ""  # ``--label``: a free text kept with the run (its record and its history)
 
     def __post_init__(self) -> None:
         if isinstance(self.min_run_time, bool) or not isinstance(self.min_run_time, int | float) or not self.min_run_time > 0:
@@ -221,9 +232,6 @@ class RunOptions:
             raise UsageError(f"--jobs must be >= 1, got {self.jobs}")
         if self.timeout is not None and (
             isinstance(self.timeout, bool) or not isinstance(self.timeout, int | float) or not self.timeout > 0
-    # ``--history [PATH|URL]``: also store the run in the history database ("": the default one; None: not).
-    history: str | None = None
-    label: str = ""  # ``--label``: a free text kept with the run (its record and its history)
         ):
             raise UsageError(f"--timeout must be > 0, got {self.timeout}")
         if self.mode is not None and self.mode not in MODE_CHOICES:

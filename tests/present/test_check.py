@@ -133,7 +133,7 @@ def test_update_rewrites_only_rows_that_moved_a_third_of_their_margin(tmp_path, 
     assert new_lines[7] == f"last,{M},7,0.01\r\n"
     assert new_lines[8] == f"fresh,{M},1234,0.015\r\n"
     assert len(new_lines) == 9
-    assert not list(tmp_path.glob(".expected.csv.*"))  # no temporary left behind
+    assert not list(tmp_path.glob(".expected.csv.*.tmp"))  # no temporary left behind (the writers' lock stays)
 
     # The refreshed file gates the same results as ok (the missing row still fails).
     code, out, _ = _check(capsys, results, "--expected", expected)

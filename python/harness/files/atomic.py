@@ -2,21 +2,32 @@
 
 Where the file system supports it (Linux: ext4, xfs, btrfs, tmpfs), the new
 content is written to an unnamed ``O_TMPFILE`` inode in the target's
-directory and only gets a name once it is complete; a writer killed even by
-SIGKILL then leaves nothing behind. Elsewhere a named temporary file beside
-the target is used and removed on any Python-level failure (Ctrl-C included).
+directory and only gets a name once it is complete and synced: a writer
+killed before then, even by SIGKILL, leaves nothing behind. The name it gets
+is a temporary one (``.NAME.XXXXXXXX.tmp``, ``files.temporary``), renamed
+over the target at once; a writer killed in that moment leaves it, and the
+next write of the target sweeps it (the writer holds an ``flock`` on it, so
+a live writer's file is never swept). Elsewhere the content goes to a named
+temporary file from the start, removed on any Python-level failure (Ctrl-C
+included) and swept after a SIGKILL the same way.
+
+The steps, each a place where ``HARNESS_TEST_KILL_AT`` can SIGKILL the
+writer for a test: ``temporary`` (before the temporary file exists),
+``fsync`` (its content written and synced, not yet named), ``rename``
+(named, not yet renamed over the target).
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
-import secrets
 import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
+
+from harness.files.temporary import create_held, kill_point, sweep, temporary_name
 
 
 def _open_unnamed(directory: Path) -> int | None:
@@ -25,15 +36,18 @@ def _open_unnamed(directory: Path) -> int | None:
         return None
     try:
         # O_RDWR so the content can be copied out if naming it fails below.
-        return os.open(directory, flag | os.O_RDWR, 0o600)
+        fd = os.open(directory, flag | os.O_RDWR | os.O_CLOEXEC, 0o600)
     except OSError:
         return None
+    # Held before it has a name: a sweeper never sees it unlocked.
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    return fd
 
 
 def _publish_unnamed(fd: int, directory: Path, target: Path) -> bool:
     """Give the unnamed inode ``fd`` the name ``target``; False where linking it is not possible."""
     dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    tmp_name = f".{target.name}.{secrets.token_hex(4)}.tmp"
+    tmp_name = temporary_name(target)
     try:
         try:
             # With dst_dir_fd CPython uses linkat(AT_SYMLINK_FOLLOW), which
@@ -43,6 +57,7 @@ def _publish_unnamed(fd: int, directory: Path, target: Path) -> bool:
         except OSError:
             return False
         try:
+            kill_point("rename")
             os.replace(tmp_name, target.name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
         except BaseException:
             with contextlib.suppress(FileNotFoundError):
@@ -57,15 +72,16 @@ def _publish_unnamed(fd: int, directory: Path, target: Path) -> bool:
 
 def _publish_copy(fd: int, directory: Path, target: Path, mode: int) -> None:
     """Fallback: copy finished content into a named temporary file and rename it."""
-    tmp_fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    tmp_fd, tmp = create_held(directory, target)
     try:
         with os.fdopen(tmp_fd, "wb") as out, os.fdopen(os.dup(fd), "rb") as src:
             src.seek(0)
             shutil.copyfileobj(src, out)
             out.flush()
             os.fsync(out.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, target)
+            os.chmod(tmp, mode)
+            kill_point("rename")
+            os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
@@ -81,11 +97,17 @@ def _final_mode(target: Path) -> int:
 
 @contextlib.contextmanager
 def atomic_open(path: str | os.PathLike[str], mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO]:
-    """Write to a temporary file in ``path``'s directory; it replaces ``path`` only on success."""
+    """Write to a temporary file in ``path``'s directory; it replaces ``path`` only on success.
+
+    Temporary files an earlier writer of ``path`` left when it was killed are
+    removed first (``files.temporary.sweep``).
+    """
     target = Path(path)
     directory = target.parent if str(target.parent) else Path(".")
     directory.mkdir(parents=True, exist_ok=True)
+    sweep(target)
     text_encoding = None if "b" in mode else encoding
+    kill_point("temporary")
     fd = _open_unnamed(directory)
     if fd is None:
         with _named_temporary(target, directory, mode, text_encoding) as f:
@@ -96,6 +118,7 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w", encoding: str | N
             yield f
             f.flush()
         os.fsync(fd)
+        kill_point("fsync")
         final_mode = _final_mode(target)
         os.fchmod(fd, final_mode)
         if not _publish_unnamed(fd, directory, target):
@@ -106,14 +129,17 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w", encoding: str | N
 
 @contextlib.contextmanager
 def _named_temporary(target: Path, directory: Path, mode: str, encoding: str | None) -> Iterator[IO]:
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    fd, tmp = create_held(directory, target)
     try:
         with os.fdopen(fd, mode, encoding=encoding) as f:
             yield f
             f.flush()
             os.fsync(f.fileno())
-        os.chmod(tmp, _final_mode(target))
-        os.replace(tmp, target)
+            kill_point("fsync")
+            os.chmod(tmp, _final_mode(target))
+            kill_point("rename")
+            # Renamed while the file is still open, so its lock is held to the end.
+            os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)

@@ -29,6 +29,8 @@ from pathlib import Path
 
 from harness.errors import UsageError
 from harness.files.atomic import atomic_open
+from harness.files.lock import locked
+from harness.files.oserrors import owned
 from harness.records.formats.csv_format import COLUMNS as RECORD_COLUMNS
 from harness.records.metrics import METRIC_COLUMNS, format_number, metric_rows
 
@@ -328,6 +330,25 @@ def write_update(expected: ExpectedFile, update: Update) -> None:
     # Bytes, so the file's own line endings pass through untranslated.
     with atomic_open(expected.path, "wb") as f:
         f.write(update.text.encode("utf-8"))
+
+
+def update_file(path: str | Path, actual: dict[Key, float], metrics: list[str] | None = None) -> Update:
+    """``--update``: read the expected file, apply ``actual`` and replace it, all under its writers' lock.
+
+    Two refreshes of one file at once (two CI jobs) each read the file as the
+    other left it, so both keep their rows; the lock is ``files.lock``'s, as
+    for run records. A failure to write leaves the file as it was, with one
+    message naming it and what failed.
+    """
+    p = Path(path)
+    with owned(p, "update the expected-results file", "it is as it was before; give --expected a file in a "
+               "directory you can write", scope=p.parent):
+        with locked(p):
+            expected = read_expected(p, missing_ok=True)
+            update = updated(expected, actual, metrics)
+            if update.changed or update.added or not p.exists():
+                write_update(expected, update)
+    return update
 
 
 def refresh_command(results: str, expected: str, metrics: list[str] | None = None) -> str:
