@@ -35,6 +35,8 @@ DOC = ROOT / "docs" / "environment.md"
 PCH_OFF = "tests/measure/cpp/test_cpp_pch_off.py::test_pch_off_builds_runs_and_means_the_same"
 KEPT = "tests/workers/test_kept_worker.py::test_next_run_reuses_the_kept_worker_and_a_busy_one_is_not_shared"
 TINY_RUN = "tests/suites/gpt_fast/test_gpt_fast_suite.py::test_cli_only_with_csv_output_appends"
+HISTORY_ENV_TEST = "tests/history/test_location.py::test_harness_history"
+XDG_DATA_TEST = "tests/history/test_location.py::test_xdg_data_home"
 KILL_STEPS = "tests/files/test_kill_steps.py::test_sigkill_at_each_step_keeps_the_earlier_content"
 
 # variable -> setting (as the doc labels it, backticks dropped) -> the tests of it.
@@ -81,6 +83,8 @@ SETTINGS: dict[str, dict[str, tuple[str, ...]]] = {
         "anything else": ("test_kill_at",),
     },
     "PYTHON": {"INTERPRETER": ("test_setup_python",), "unset or empty": ("test_setup_python",)},
+    "HARNESS_HISTORY": {"PATH or URL": (HISTORY_ENV_TEST,), "unset or empty": (HISTORY_ENV_TEST,)},
+    "XDG_DATA_HOME": {"DIR": (XDG_DATA_TEST,), "unset or empty": (XDG_DATA_TEST,)},
 }
 
 

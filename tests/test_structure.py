@@ -136,10 +136,11 @@ LAYERS = [
     {"harness.define"},
     {"harness.kinds"},
     {"harness.records"},
+    {"harness.history"},
     {"harness.cluster"},
     {"harness.run"},
     {"harness.bench"},
-    {"harness.present", "harness.cli", "harness.pytest_plugin"},
+    {"harness.present", "harness.cli", "harness.cli_history", "harness.pytest_plugin"},
     {"harness.suites"},
 ]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from harness.model.record import RunRecord
-from harness.model.task import Task
 from harness.model.result import TaskResult
+from harness.model.task import Task
 from synthetic_runs import environment
 
 STEP_AT = 37

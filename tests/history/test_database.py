@@ -14,12 +14,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from history_runs import run
 from sqlalchemy import MetaData, create_engine
 
 from harness.errors import UsageError
 from harness.history import open_history, query, schema
 from harness.records import save
-from history_runs import run
 
 ROOT = Path(__file__).resolve().parents[2]
 
