@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.records import save
 from history_runs import run
+
+from harness.records import save
 
 
 def test_harness_history(tmp_path: Path, cli):
