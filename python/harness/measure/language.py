@@ -18,6 +18,8 @@ _LANGUAGE_NAMES = {"py": Language.PYTHON, "python": Language.PYTHON, "cpp": Lang
 def parse_language(language: Language | str) -> Language:
     if isinstance(language, Language):
         return language
+    if isinstance(language, enum.Enum) and language.name in Language.__members__:
+        return Language[language.name]  # torch's own Language enum
     try:
         return _LANGUAGE_NAMES[str(language).lower()]
     except KeyError:

@@ -17,3 +17,7 @@ def torch_threads(num_threads: int) -> Iterator[None]:
         yield
     finally:
         torch.set_num_threads(previous)
+
+
+# torch.utils.benchmark's name for the same context manager.
+set_torch_threads = torch_threads

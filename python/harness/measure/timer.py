@@ -2,19 +2,32 @@
 
 from __future__ import annotations
 
+import textwrap
+import timeit as stdlib_timeit
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from harness.core import native
 from harness.errors import UsageError
 from harness.measure.language import Language, parse_language
 from harness.measure.python_block import PythonBlock
 from harness.measure.threads import torch_threads
+from harness.measure.timer_cls import TimeitSampler
 from harness.model.measurement import Measurement, TaskSpec
 from harness.options import DEFAULT_MIN_RUN_TIME, NOISY_IQR_FRACTION, require_positive
 
 if TYPE_CHECKING:
     from harness.measure.callgrind.stats import CallgrindStats
+
+
+def _as_torch_stores(code: str) -> str:
+    """``stmt``/``setup`` as torch's Timer keeps them: dedented, one leading newline and trailing blanks dropped.
+
+    The task spec (and so every repr and table) shows them this way, and a
+    ``_timer_cls`` object is built with them.
+    """
+    code = textwrap.dedent(code)
+    return (code[1:] if code.startswith("\n") else code).rstrip()
 
 
 class Timer:
@@ -26,7 +39,14 @@ class Timer:
     sequence of exactly ``number`` items), the timed loop iterates over it
     with each item bound to ``item``: fresh inputs for in-place statements
     without stopping the clock around every run.
+
+    ``_timer_cls`` is torch's hook: a subclass that sets it to another class
+    than ``timeit.Timer`` (built as ``_timer_cls(stmt=, setup=, timer=,
+    globals=)``, its ``timeit(number)`` returning seconds) is timed through
+    that object with torch's own calibration and loops (``timer_cls``).
     """
+
+    _timer_cls: ClassVar[type] = stdlib_timeit.Timer
 
     def __init__(
         self,
@@ -51,6 +71,11 @@ class Timer:
         self._language = parse_language(language)
         if self._language is Language.CPP and globals:
             raise UsageError("C++ timing does not support globals: define the values in `setup` instead")
+        if self._language is Language.CPP:
+            if self._timer_cls is not stdlib_timeit.Timer:
+                raise AssertionError("_timer_cls has already been swapped.")  # torch's check and message
+            setup = "" if setup == "pass" else setup
+        stmt, setup = _as_torch_stores(stmt), _as_torch_stores(setup)
         # Kept for collect_callgrind, which rebuilds the statement in its worker.
         self._callgrind_globals = dict(globals or {})
         self._callgrind_batch_setup = batch_setup
@@ -64,15 +89,33 @@ class Timer:
             env=env,
             num_threads=num_threads,
         )
+        self._sampler: TimeitSampler | None = None
         if self._language is Language.CPP:
             from harness.measure.cpp.block import CppBlock  # only C++ users pay for it
 
             self._block: Any = CppBlock(stmt, setup, global_setup, batch_setup=batch_setup)
+        elif self._timer_cls is not stdlib_timeit.Timer:
+            self._sampler = self._timeit_sampler(timer, globals)
         else:
             self._block = PythonBlock(
                 stmt, setup, global_setup, batch_setup=batch_setup, globals=globals, timer=timer,
                 clock_ns=native().now_ns,
             )
+
+    def _timeit_sampler(self, timer: Callable[[], float] | None, globals: dict[str, Any] | None) -> TimeitSampler:
+        """The object ``_timer_cls`` builds, with the arguments torch's Timer gives it."""
+        import torch
+        from torch.utils.benchmark.utils.timer import timer as torch_timer
+        from torch.utils.benchmark.utils.valgrind_wrapper.timer_interface import CopyIfCallgrind
+
+        namespace = dict(globals or {})
+        namespace.setdefault("torch", torch)
+        spec = self._task_spec
+        timer_obj = self._timer_cls(
+            stmt=spec.stmt, setup=spec.setup, timer=timer or torch_timer,
+            globals=CopyIfCallgrind.unwrap_all(namespace),
+        )
+        return TimeitSampler(timer_obj, spec)
 
     @property
     def language(self) -> Language:
@@ -88,6 +131,8 @@ class Timer:
     def timeit(self, number: int = 1000000) -> Measurement:
         """One block of ``number`` runs (after a short warm-up block)."""
         require_positive("number", number, int)
+        if self._sampler is not None:
+            return self._sampler.timeit(number)
         with torch_threads(self._task_spec.num_threads), self._block.translate_errors():
             sampler = self._block.sampler()
             native().fixed_blocks(sampler, max(number // 100, 2), 1)
@@ -111,6 +156,8 @@ class Timer:
     ) -> Measurement:
         """Blocks of a calibrated run count until ``min_run_time`` seconds are spent."""
         require_positive("min_run_time", min_run_time)
+        if self._sampler is not None:
+            return self._sampler.blocked_autorange(callback, min_run_time)
         with torch_threads(self._task_spec.num_threads), self._block.translate_errors():
             n, raw = native().blocked_autorange(self._block.sampler(), min_run_time, self._wrap_callback(callback))
         return self._measurement(n, raw)
@@ -127,6 +174,8 @@ class Timer:
         require_positive("threshold", threshold)
         require_positive("min_run_time", min_run_time)
         require_positive("max_run_time", max_run_time)
+        if self._sampler is not None:
+            return self._sampler.adaptive_autorange(threshold, min_run_time, max_run_time, callback)
         with torch_threads(self._task_spec.num_threads), self._block.translate_errors():
             n, raw = native().adaptive_autorange(
                 self._block.sampler(), threshold, min_run_time, max_run_time, self._wrap_callback(callback)
@@ -142,6 +191,7 @@ class Timer:
         retain_out_file: bool = False,
         timeout: float | None = None,
         scope: str = "function",
+        plain_globals: bool = False,
     ) -> CallgrindStats | tuple[CallgrindStats, ...]:
         """Instruction counts of ``number`` runs under callgrind, as torch's ``collect_callgrind``.
 
@@ -149,10 +199,12 @@ class Timer:
         first call, reused by later ones). ``repeats``: that many measurements,
         returned as a tuple (each from the same warmed-up state, so Python
         statements repeat exactly). ``collect_baseline``: also measure the
-        empty statement, which ``counts(denoise=True)`` subtracts (Python
-        only, as in torch). ``globals`` must be builtins or wrapped in
-        ``torch.utils.benchmark.CopyIfCallgrind``. ``timeout``: seconds before
-        the measurement is killed (default ``options.CALLGRIND_TIMEOUT``, 1800 s).
+        empty statement, which ``own_counts()`` subtracts (Python only, as in
+        torch). Every value in ``globals`` must be wrapped in
+        ``CopyIfCallgrind``, as with torch (``ValueError`` otherwise);
+        ``plain_globals=True`` (harness only) lets builtin values (str, int,
+        float, ...) through unwrapped. ``timeout``: seconds before the
+        measurement is killed (default ``options.CALLGRIND_TIMEOUT``, 1800 s).
 
         ``scope`` (Python statements): "function" (default) counts the
         warmed-up ``timeit`` loop, where the statement's names are fast
@@ -164,4 +216,6 @@ class Timer:
         """
         from harness.measure.callgrind.collect import collect_callgrind  # starts a worker: only when asked
 
-        return collect_callgrind(self, number, repeats, collect_baseline, retain_out_file, timeout, scope)
+        return collect_callgrind(
+            self, number, repeats, collect_baseline, retain_out_file, timeout, scope, plain_globals=plain_globals
+        )

@@ -16,6 +16,7 @@ iterable, a generator included (torch reads it twice and keeps nothing).
 from __future__ import annotations
 
 import dataclasses
+import enum
 import math
 from collections.abc import Iterable
 
@@ -28,6 +29,14 @@ BAD = "\033[2m\033[91m"
 VERY_BAD = "\033[31m"
 BOLD = "\033[1m"
 TERMINATE = "\033[0m"
+
+class Colorize(enum.Enum):
+    """How ``Compare`` colours cells (torch's enum: ``colorize()`` picks COLUMNWISE or ROWWISE)."""
+
+    NONE = "none"
+    COLUMNWISE = "columnwise"
+    ROWWISE = "rowwise"
+
 
 HIGH_VARIANCE_NOTE = "(! XX%) Measurement has high variance, where XX is the IQR / median * 100."
 
@@ -78,7 +87,7 @@ class _ColumnFormat:
 class _Table:
     """One label's table."""
 
-    def __init__(self, results: list[Measurement], colorize: str | None, trim: bool, highlight: bool) -> None:
+    def __init__(self, results: list[Measurement], colorize: Colorize, trim: bool, highlight: bool) -> None:
         self.label = results[0].label
         self.results = results
         self.colorize = colorize
@@ -111,10 +120,10 @@ class _Table:
 
     def _best(self, key: RowKey) -> list[float | None]:
         row = self._row(key)
-        if self.colorize == "row":
+        if self.colorize is Colorize.ROWWISE:
             best = min(m.median for m in row if m is not None)
             return [best] * len(row)
-        if self.colorize == "column":
+        if self.colorize is Colorize.COLUMNWISE:
             group = [k for k in self.row_keys if k[0] == key[0]]
             return [
                 min((m.median for k in group if (m := self.cells.get((k, c)))), default=None)
@@ -157,7 +166,7 @@ class Compare:
         self._results: list[Measurement] = []
         self.extend_results(results)
         self._trim_significant_figures = False
-        self._colorize: str | None = None  # None, "column" or "row"
+        self._colorize = Colorize.NONE
         self._highlight_warnings = False
 
     def __str__(self) -> str:
@@ -175,7 +184,7 @@ class Compare:
         self._trim_significant_figures = True
 
     def colorize(self, rowwise: bool = False) -> None:
-        self._colorize = "row" if rowwise else "column"
+        self._colorize = Colorize.ROWWISE if rowwise else Colorize.COLUMNWISE
 
     def highlight_warnings(self) -> None:
         self._highlight_warnings = True

@@ -132,6 +132,7 @@ def collect_callgrind(
     retain_out_file: bool = False,
     timeout: float | None = None,
     scope: str = "function",
+    plain_globals: bool = False,
 ) -> CallgrindStats | tuple[CallgrindStats, ...]:
     """``Timer.collect_callgrind``: one CallgrindStats, or a tuple of them when ``repeats`` is given."""
     require_positive("number", number, int)
@@ -145,6 +146,8 @@ def collect_callgrind(
     check_scope(scope, python, timer._callgrind_batch_setup)
     if not python and timer._callgrind_globals:
         raise UsageError("globals are only supported for Python statements")
+    # Before the worker starts, as torch checks them before starting valgrind.
+    globals_blob = dump_globals(timer._callgrind_globals, plain=plain_globals) if python else None
     params = {
         "stmt": spec.stmt,
         "setup": spec.setup,
@@ -158,7 +161,7 @@ def collect_callgrind(
         "detail": "full",
         "scope": scope,
         "retain_out_file": bool(retain_out_file),
-        "globals": dump_globals(timer._callgrind_globals) if python else None,
+        "globals": globals_blob,
     }
     if not python:
         _build_here(spec, timer._callgrind_batch_setup)

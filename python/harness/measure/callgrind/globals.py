@@ -1,9 +1,11 @@
 """Timer globals for ``collect_callgrind``: copied to the measuring process by torch's rules.
 
-Builtin values travel as they are (pickled); anything else must be wrapped
-in ``torch.utils.benchmark.CopyIfCallgrind``, whose ``setup`` runs first in
-the measuring process (so classes defined in the calling script can be
-rebuilt there).
+Every value must be wrapped in ``torch.utils.benchmark.CopyIfCallgrind``
+(``harness.CopyIfCallgrind`` is the same class), whose ``setup`` runs first in
+the measuring process (so classes defined in the calling script can be rebuilt
+there); anything else raises torch's ``ValueError``. With
+``collect_callgrind(plain_globals=True)`` (harness only) builtin values
+(``PLAIN_TYPES``) travel unwrapped, pickled as they are.
 """
 
 from __future__ import annotations
@@ -17,13 +19,16 @@ from typing import Any
 
 from harness.errors import UsageError
 
-# Values copied to the measuring process as they are (pickled); anything else
-# must be wrapped in torch.utils.benchmark.CopyIfCallgrind, as with torch.
+# Values that plain_globals=True copies to the measuring process as they are
+# (they pickle losslessly); anything else must be wrapped in CopyIfCallgrind.
 PLAIN_TYPES = (str, bytes, bool, int, float, complex, type(None))
 
 
-def dump_globals(globals: Mapping[str, Any] | None) -> str | None:
-    """Serialise a Timer's globals for the measuring process (torch's rules)."""
+def dump_globals(globals: Mapping[str, Any] | None, plain: bool = False) -> str | None:
+    """Serialise a Timer's globals for the measuring process (torch's rules).
+
+    ``plain``: builtin values need no ``CopyIfCallgrind`` wrapper.
+    """
     if not globals:
         return None
     import torch
@@ -32,22 +37,29 @@ def dump_globals(globals: Mapping[str, Any] | None) -> str | None:
     for name, value in globals.items():
         if name in ("torch", "__builtins__"):
             if name == "torch" and value is not torch:
-                raise UsageError("collect_callgrind does not support replacing `torch` in globals")
+                # torch's ValueError and sentence, then what to do.
+                raise UsageError(
+                    "`collect_callgrind` does not support mocking out `torch`: the measuring process "
+                    "imports the real one; remove `torch` from globals"
+                )
             continue
-        entries.append(_entry(name, value, torch))
+        entries.append(_entry(name, value, torch, plain))
     return base64.b64encode(pickle.dumps(entries)).decode("ascii") if entries else None
 
 
-def _entry(name: str, value: Any, torch: Any) -> dict[str, Any]:
+def _entry(name: str, value: Any, torch: Any, plain: bool) -> dict[str, Any]:
     from torch.utils.benchmark.utils.valgrind_wrapper.timer_interface import CopyIfCallgrind, Serialization
 
-    if isinstance(value, PLAIN_TYPES):
+    if plain and isinstance(value, PLAIN_TYPES):
         return {"name": name, "kind": "pickle", "data": pickle.dumps(value), "setup": None}
     if not isinstance(value, CopyIfCallgrind):
+        hint = " or pass plain_globals=True (harness only)" if isinstance(value, PLAIN_TYPES) else ""
+        # torch's sentence first (its tests match it), then what to do.
         raise UsageError(
-            f"collect_callgrind measures in another process, so globals are copied there: {name!r} is a "
-            f"{type(value).__name__}; build it in `setup`, or wrap it in "
-            "torch.utils.benchmark.CopyIfCallgrind (builtins, nn.Module, TorchScript) to copy it explicitly"
+            "`collect_callgrind` requires that globals be wrapped in `CopyIfCallgrind` so that serialization "
+            f"is explicit. It measures in another process, so globals are copied there: {name!r} is a "
+            f"{type(value).__name__}; build it in `setup`, or wrap it in CopyIfCallgrind (builtins, "
+            f"nn.Module, TorchScript){hint}"
         )
     buffer = io.BytesIO()
     if value.serialization == Serialization.PICKLE:

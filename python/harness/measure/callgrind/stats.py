@@ -7,14 +7,14 @@ timer_interface`` so code written against torch keeps working:
 ``filter``, ``sum`` and ``denoise``; ``CallgrindStats`` has ``stats``,
 ``counts``, ``delta`` and ``as_standardized``.
 
-Where we differ, on purpose:
-- ``counts(denoise=True)`` also subtracts the baseline (the empty statement
-  measured in the same worker), so it is the statement's own cost without the
-  loop that drives it.
-- ``denoise()`` drops the unicode-key dictionary lookups by the name they have
-  in the running CPython (``lookdict_unicode`` up to 3.10,
-  ``unicodekeys_lookup_unicode`` from 3.11); torch's filter names only the
-  former, which no longer exists in 3.11+.
+Every torch name gives torch's figure for the same data (``counts`` and
+``denoise`` included). What harness adds is asked for by names of its own:
+- ``own_counts()``: the statement's own instructions, the baseline (the empty
+  statement measured in the same worker, the loop that drives it) subtracted.
+- ``denoise(every_python=True)``: also drops the unicode-key dictionary
+  lookups by the name they have from CPython 3.11 on
+  (``unicodekeys_lookup_unicode``); torch's filter names only
+  ``lookdict_unicode``, which 3.11+ no longer has.
 """
 
 from __future__ import annotations
@@ -30,8 +30,10 @@ from harness.measure.callgrind.layers import Layering, Rules, layer_counts
 from harness.model.measurement import TaskSpec
 
 # CPython's unicode-key dictionary lookups: variable-name lookups whose cost
-# depends on hash collisions (torch calls these "known to be noisy").
-NOISY_SYMBOLS = ("dictobject.c:lookdict_unicode", "dictobject.c:unicodekeys_lookup_unicode")
+# depends on hash collisions (torch calls these "known to be noisy"). torch's
+# filter is the first name alone; the second is the same lookup from CPython 3.11 on.
+TORCH_NOISY_SYMBOL = "dictobject.c:lookdict_unicode"
+NOISY_SYMBOLS = (TORCH_NOISY_SYMBOL, "dictobject.c:unicodekeys_lookup_unicode")
 
 # Path prefixes that differ between builds of the same code, and the object
 # suffix: stripped so profiles from two machines or builds line up.
@@ -121,9 +123,15 @@ class FunctionCounts:
     def sum(self) -> int:
         return sum(c for c, _ in self)
 
-    def denoise(self) -> FunctionCounts:
-        """Drop CPython's unicode-key dictionary lookups (see ``NOISY_SYMBOLS``)."""
-        return self.filter(lambda fn: not is_noisy(fn))
+    def denoise(self, *, every_python: bool = False) -> FunctionCounts:
+        """Drop CPython's unicode-key dictionary lookups, as torch's ``denoise`` does.
+
+        ``every_python=True`` (harness only) drops them by every name CPython has
+        given them (``NOISY_SYMBOLS``), so the filter also works on 3.11+.
+        """
+        if every_python:
+            return self.filter(lambda fn: not is_noisy(fn))
+        return self.filter(lambda fn: TORCH_NOISY_SYMBOL not in fn)
 
     def _merge(self, other: FunctionCounts, merge_fn: Callable[[int], int]) -> FunctionCounts:
         if self.inclusive != other.inclusive:
@@ -181,10 +189,8 @@ class CallgrindStats:
                 object.__repr__(self),
                 self.task_spec.summarize(),
                 f"  {'':>25}All{'':>10}Noisy symbols removed",
-                # The second column is what its header says (noisy symbols dropped), as in
-                # torch's repr; counts(denoise=True) also subtracts the baseline.
                 f"    Instructions: {self.counts(denoise=False):>12}{'':>15}"
-                f"{self.stmt_exclusive_stats.denoise().sum():>12}",
+                f"{self.counts(denoise=True):>12}",
                 f"    Baseline:     {base.sum():>12}{'':>15}{base.denoise().sum():>12}",
                 f"{self.number_per_run} runs per measurement, {threads} thread{'s' if threads > 1 else ''}",
             ]
@@ -202,16 +208,25 @@ class CallgrindStats:
         return self.stmt_inclusive_stats if inclusive else self.stmt_exclusive_stats
 
     def counts(self, *, denoise: bool = False) -> int:
-        """Total instructions of the ``number_per_run`` runs.
+        """Total instructions of the ``number_per_run`` runs, loop included, as torch's.
 
-        ``denoise=True`` drops the noisy dictionary lookups and subtracts the
-        baseline (the loop that drives the statement, measured in the same
-        worker), leaving the statement's own instructions.
+        ``denoise=True`` drops the noisy dictionary lookups (torch's filter).
+        ``own_counts`` subtracts the loop that drives the statement.
         """
         stats = self.stmt_exclusive_stats
-        if not denoise:
-            return stats.sum()
-        return (stats - self.baseline_exclusive_stats).denoise().sum()
+        return (stats.denoise() if denoise else stats).sum()
+
+    def own_counts(self, *, denoise: bool = True) -> int:
+        """The statement's own instructions (harness only): the baseline subtracted.
+
+        The baseline is the empty statement measured in the same worker (the
+        loop that drives the statement); ``denoise`` drops the noisy
+        dictionary lookups by every name CPython gives them. With
+        ``collect_baseline=False`` (or a C++ statement) there is no baseline
+        and this is ``counts`` with that filter.
+        """
+        delta = self.stmt_exclusive_stats - self.baseline_exclusive_stats
+        return (delta.denoise(every_python=True) if denoise else delta).sum()
 
     def delta(self, other: CallgrindStats, inclusive: bool = False) -> FunctionCounts:
         """Per-function difference ``self - other``: where the instructions went."""
@@ -220,13 +235,12 @@ class CallgrindStats:
     def layering(self, rules: Rules | None = None, *, denoise: bool = True) -> Layering:
         """Instructions of the ``number_per_run`` runs per PyTorch layer, baseline subtracted.
 
-        The counts add up exactly to ``counts(denoise=denoise)`` (with the
-        baseline subtracted also when ``denoise=False``); ``rules``: a
+        The counts add up exactly to ``own_counts(denoise=denoise)``; ``rules``: a
         ``layers.load_rules(path)``, default the shipped ones.
         """
         delta = self.stmt_exclusive_stats - self.baseline_exclusive_stats
         if denoise:
-            delta = delta.denoise()
+            delta = delta.denoise(every_python=True)
         return layer_counts({fn: c for c, fn in delta}, number=self.number_per_run, rules=rules)
 
     def layers(self, rules: Rules | None = None, *, denoise: bool = True) -> dict[str, float]:
