@@ -91,3 +91,26 @@ def test_a_wrong_output_or_a_failing_command_fails_its_example(tmp_path):
     assert outcomes[0] != "passed" and outcomes[1] != "passed"
     assert outcomes[2] == "passed"  # '...' matches the rest of a line
     assert outcomes[3] != "passed"
+
+
+def test_numbers_the_docs_state_are_the_ones_a_script_counts():
+    """Counts the prose states that a script can take: the dispatch suite's definitions and benchmarks."""
+    from harness.define.discovery import load_suite
+
+    suite = load_suite("dispatch", ROOT / "benchmarks" / "dispatch" / "suite.py")
+    names = [task.name for task in suite.tasks()]
+    definitions = len({name.split("[")[0] for name in names})
+    readme, dispatch = (ROOT / "README.md").read_text(), (ROOT / "docs" / "dispatch.md").read_text()
+    assert f"times {definitions} definitions of small ops" in readme
+    assert f"\n{definitions} definitions of small ops" in dispatch
+    assert f"The whole suite ({len(names)} benchmarks" in dispatch
+    assert f"dispatch suite, {len(names)}\ninstruction-count tasks" in readme
+
+
+def test_the_build_sentence_says_one_build_per_include_set():
+    """bench compiles a run's C++ statements in one build per include set, not one build in all."""
+    for page in ("cpp-statements.md", "python-api.md", "suites.md"):
+        text = " ".join((ROOT / "docs" / page).read_text().split())
+        assert "per include set" in text, page
+        for wrong in ("selected tasks in one build", "statement(s) in one build", "C++ statements in one build first"):
+            assert wrong not in text, (page, wrong)

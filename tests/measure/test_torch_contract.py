@@ -32,6 +32,12 @@ SAME_AS_TORCH = {
     "collect_callgrind repeats=0": lambda m: m.Timer("pass").collect_callgrind(repeats=0),
     "collect_callgrind unwrapped tensor": lambda m: m.Timer("x", globals={"x": torch.ones(1)}).collect_callgrind(),
     "collect_callgrind replaced torch": lambda m: m.Timer("pass", globals={"torch": 1}).collect_callgrind(),
+    "collect_callgrind unwrapped int": lambda m: m.Timer("pass", globals={"x": 1}).collect_callgrind(
+        collect_baseline=False
+    ),
+    "C++ Timer of a swapped _timer_cls": lambda m: type("Swapped", (m.Timer,), {"_timer_cls": object})(
+        "x;", language="c++"
+    ),
     "merge inclusive and exclusive": lambda m: (
         (torch_stats if m is tb else harness_stats).FunctionCounts((), True)
         - (torch_stats if m is tb else harness_stats).FunctionCounts((), False)
@@ -50,6 +56,23 @@ def test_misuse_raises_what_torch_raises(case):
     theirs = _raised(SAME_AS_TORCH[case], tb)
     ours = _raised(SAME_AS_TORCH[case], harness)
     assert isinstance(ours, type(theirs)), f"torch raises {type(theirs).__name__}, harness {type(ours).__mro__}"
+
+
+def test_unwrapped_globals_are_refused_with_torchs_sentence_unless_asked():
+    """torch's tests match its sentence; plain_globals=True (harness only) is the way past it."""
+    with pytest.raises(ValueError, match=r"`collect_callgrind` requires that globals be wrapped in `CopyIfCallgrind` "
+                       r"so that serialization is explicit\..*plain_globals=True"):
+        harness.Timer("pass", globals={"x": 1}).collect_callgrind(collect_baseline=False)
+    with pytest.raises(ValueError, match="does not support mocking out `torch`"):
+        harness.Timer("pass", globals={"torch": 1}).collect_callgrind(plain_globals=True)
+
+
+def test_a_syntax_error_chains_the_original_exception():
+    """docs/python-api.md: "with the original exception chained"."""
+    with pytest.raises(SyntaxError) as info:
+        harness.Timer("x = = 1")
+    assert isinstance(info.value, harness.StatementError)
+    assert isinstance(info.value.__cause__, SyntaxError) and info.value.__cause__.lineno == 1
 
 
 def test_statement_errors_are_the_statements_own_type_and_name_the_line():
@@ -116,8 +139,17 @@ def test_copy_if_callgrind_setup_rebuilds_a_class_of_the_calling_script(tmp_path
         g = {"m": CopyIfCallgrind(Doubler(), setup=CLASS), "n": CopyIfCallgrind(4)}
         stats = harness.Timer("m(torch.ones(n))", globals=g).collect_callgrind(number=10)
         print("counted", stats.counts() > 0)
+
+        # harness only: builtins unwrapped, when asked (same worker: no second start-up)
+        plain = harness.Timer("m(torch.ones(n))", globals={"m": g["m"], "n": 4})
+        try:
+            plain.collect_callgrind(number=10)
+        except ValueError as e:
+            print("unwrapped refused", "CopyIfCallgrind" in str(e))
+        print("plain counted", plain.collect_callgrind(number=10, plain_globals=True).counts() == stats.counts())
     '''))
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "counted True" in proc.stdout
+    assert "unwrapped refused True" in proc.stdout and "plain counted True" in proc.stdout, proc.stdout
     assert "refused CallgrindFailed True True" in proc.stdout, proc.stdout

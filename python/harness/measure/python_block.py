@@ -59,7 +59,7 @@ def _syntax_check(where: str, code: str) -> ast.Module:
         line = (exc.text or "").strip()
         raise StatementError.like(
             exc, f"{where} line {exc.lineno}: {exc.msg}: {line!r}\n  in {where}:\n{textwrap.indent(code, '    ')}"
-        ) from None
+        ) from exc
 
 
 def _names_loaded(tree: ast.Module) -> set[str]:

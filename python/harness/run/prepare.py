@@ -1,4 +1,4 @@
-"""Before a run: script every TorchScript model and compile every C++ statement, in one build.
+"""Before a run: script every TorchScript model and compile every C++ statement, one build per include set.
 
 The preparer of the ``timer`` and ``grouped`` kinds (``harness.kinds``):
 ``bench`` calls it once, in the parent process, with all tasks of the run, so
@@ -45,7 +45,7 @@ def cpp_block(task: Task) -> CppBlock:
 
 
 def prepare_tasks(tasks: Sequence[Task], status: Any = None) -> None:
-    """Before a run: script every TorchScript model and compile every C++ statement, in one build.
+    """Before a run: script every TorchScript model and compile every C++ statement, one build per include set.
 
     Failures are left for the tasks to report (cached, so workers do not
     retry them); a PCH compile started by the build is waited for, so it does
@@ -65,7 +65,8 @@ def prepare_tasks(tasks: Sequence[Task], status: Any = None) -> None:
             pass  # the task reports it
     if statements:
         if status is not None:
-            status(f"compiling {len({s.key for s in statements})} C++ statement(s) in one build (cached ones are reused)")
+            status(f"compiling {len({s.key for s in statements})} C++ statement(s), one build per include set "
+                   "(cached ones are reused)")
         try:
             build(statements)
         except HarnessError:
