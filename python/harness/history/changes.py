@@ -26,8 +26,6 @@ import dataclasses
 import math
 
 import numpy as np
-import ruptures
-from scipy import stats
 
 from harness.history.query import Benchmark, RunInfo, Trends
 from harness.options import DEFAULT_MIN_EFFECT, DEFAULT_NOISE_MARGIN
@@ -69,6 +67,8 @@ def _candidates(x: np.ndarray, min_effect: float) -> list[int]:
     size = MIN_SIZE if block == 1 else 2
     if m < 2 * size:
         return []
+    import ruptures  # ~1 s of scipy imports: only where change points are asked for
+
     z = (y - np.median(y)) / _noise(y, min_effect)
     found = ruptures.KernelCPD(kernel="linear", min_size=size).fit(z.reshape(-1, 1)).predict(pen=PENALTY * math.log(m))
     points = [int(b) * block for b in found[:-1]]
@@ -102,6 +102,8 @@ def _test(a: np.ndarray, b: np.ndarray) -> float:
         return 1.0
     if np.ptp(a) == 0 and np.ptp(b) == 0:
         return 0.0 if a[0] != b[0] else 1.0
+    from scipy import stats
+
     return float(stats.ttest_ind(a, b, equal_var=False).pvalue)
 
 
@@ -137,6 +139,8 @@ def _tail(x: np.ndarray, start: int, min_effect: float, alpha: float) -> Step | 
         if sd == 0:
             p = 0.0
         else:
+            from scipy import stats
+
             score = (float(np.mean(tail)) - float(np.mean(base))) / (sd * math.sqrt(1 / t + 1 / len(base)))
             p = float(2 * stats.t.sf(abs(score), df=len(base) - 1))
         if p < alpha:

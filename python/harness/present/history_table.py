@@ -32,12 +32,15 @@ TOP_MOVED = 3  # layers and functions shown per step
 
 
 def sparkline(values: np.ndarray, width: int = SPARK_WIDTH) -> str:
-    """Unicode bars, lowest to highest value; more values than ``width``: the median of each bin."""
+    """Unicode bars, lowest to highest value; more values than ``width``: the median of each of
+    ``width`` equal bins of the newest values (the oldest ``len % width`` are left out, so one call
+    of median serves every bin)."""
     v = np.asarray(values, float)
     if len(v) == 0:
         return ""
     if len(v) > width:
-        v = np.array([np.median(part) for part in np.array_split(v, width)])
+        per = len(v) // width
+        v = np.median(v[len(v) - per * width:].reshape(width, per), axis=1)
     low, high = float(v.min()), float(v.max())
     if high - low <= 1e-12 * max(abs(high), 1e-300):
         return BARS[len(BARS) // 2] * len(v)
@@ -45,8 +48,20 @@ def sparkline(values: np.ndarray, width: int = SPARK_WIDTH) -> str:
     return "".join(BARS[i] for i in scaled)
 
 
+def time_unit(seconds: float) -> tuple[str, float]:
+    """The unit a time reads best in. Not ``model.measurement.select_unit``: that one matches torch's
+    float32 rounding by importing torch, 1-3 s that ``history show`` need not spend."""
+    for name, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if abs(seconds) >= scale:
+            return name, scale
+    return "ns", 1e-9
+
+
 def _value(value: float, unit: str) -> str:
-    return format_value(value, unit) if unit in ("s", "instructions") else f"{value:.4g} {unit}".strip()
+    if unit == "s":
+        name, scale = time_unit(value)
+        return f"{value / scale:.3g} {name}"
+    return format_value(value, unit) if unit == "instructions" else f"{value:.4g} {unit}".strip()
 
 
 def _change(change: float, worse: bool) -> Text:

@@ -20,9 +20,9 @@ import numpy as np
 
 from harness.history.changes import Change, find_changes
 from harness.history.query import Benchmark, RunInfo, Trends
-from harness.model.measurement import select_unit
 from harness.model.record import RunRecord
 from harness.present import plots
+from harness.present.history_table import time_unit
 from harness.present.html_parts import escape
 
 WIDTH, HEIGHT, DPI = 8.0, 2.8, 100.0
@@ -57,7 +57,7 @@ def trends_from_runs(runs: Sequence[tuple[str, RunRecord]]) -> Trends:
 
 def _scale(unit: str, values: np.ndarray) -> tuple[float, str]:
     if unit == "s":
-        name, scale = select_unit(float(np.median(values)))
+        name, scale = time_unit(float(np.median(values)))
         return scale, name
     return 1.0, unit
 
