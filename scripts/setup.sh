@@ -44,7 +44,7 @@ echo "setup: building harness (C++ core + Python package)"
 # With --test, Ray too (the optional `ray` extra: `bench --executor ray` and
 # its tests); it does not pull another torch.
 EXTRAS=test
-[ "$TEST_TOOLS" = 1 ] && EXTRAS=test,ray
+[ "$TEST_TOOLS" = 1 ] && EXTRAS=test,ray,postgresql  # postgresql: psycopg, for the history's server test
 "${PIP[@]}" --no-build-isolation -e ".[$EXTRAS]"
 .venv/bin/python -c "import harness, harness._C; print('setup: harness', harness.__version__, 'ready in .venv')"
 # The C++ statement runtime and the lean precompiled header, once per torch
@@ -66,5 +66,17 @@ if [ "$TEST_TOOLS" = 1 ]; then
   else
     echo "setup: note: chromium is not installed and cannot be installed here (needs root and apt-get);"
     echo "setup:       the report's browser render test will be skipped (install the 'chromium' package to run it)"
+  fi
+  # PostgreSQL's server programs (initdb, pg_ctl): the history test starts a throwaway cluster with them.
+  if command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+    echo "setup: postgresql present (history server test)"
+  elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "setup: installing postgresql with apt-get (test-only: the history database on a server)"
+    if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; }; then
+      echo "setup: note: installing postgresql failed; the history's PostgreSQL test will be skipped"
+    fi
+  else
+    echo "setup: note: postgresql is not installed and cannot be installed here (needs root and apt-get);"
+    echo "setup:       the history's PostgreSQL test will be skipped (install the 'postgresql' package to run it)"
   fi
 fi

@@ -8,10 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from history_runs import STEP_AT, run
 
 from harness.history import open_history
 from harness.present.html_report import build_report
-from history_runs import STEP_AT, run
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "present"))
 from test_html_report import CHROMIUM, _chromium, _pixels  # noqa: E402

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 from sqlalchemy import Connection, Engine, create_engine, event, inspect, select
-from sqlalchemy.exc import DBAPIError, NoSuchModuleError, SQLAlchemyError
+from sqlalchemy.exc import DBAPIError, IntegrityError, NoSuchModuleError, SQLAlchemyError
 from sqlalchemy.pool import NullPool
 
 from harness.errors import UsageError
@@ -42,6 +42,7 @@ from harness.model.result import TaskResult
 from harness.records.store import load_runs
 
 BUSY_SECONDS = 120.0  # how long a writer waits for the one before it (a CI job storing a big run)
+WRITE_ATTEMPTS = 5  # a server database: tries of a write that lost a race to add the same new benchmark
 TOP_SYMBOLS = 100  # per result, the functions with the most instructions kept from extra["symbols"]
 POSTGRES_INSTALL = "pip install 'psycopg[binary]>=3.1,<4'  (or pip install -e '.[postgresql]')"
 
@@ -74,9 +75,12 @@ class History:
 
     @contextlib.contextmanager
     def errors(self, doing: str) -> Iterator[None]:
-        """Database errors in the block as one UsageError naming the database and what to do."""
+        """Database errors in the block as one UsageError naming the database and what to do
+        (an IntegrityError passes through: a concurrent writer's, retried by ``store_many``)."""
         try:
             yield
+        except IntegrityError:
+            raise
         except DBAPIError as exc:
             raise UsageError(self._explain(exc, doing)) from None
         except SQLAlchemyError as exc:
@@ -139,18 +143,29 @@ class History:
     def store_many(self, records: Sequence[RunRecord], label: str = "", source: str = "",
                    repository: dict[str, str] | None = None) -> list[Stored]:
         """Store runs in one transaction; ``label``: for runs whose record has none of its own."""
-        out = []
-        with self.errors("store the run"), self.write() as conn:
-            known = self._known_runs(conn, [provenance.run_key(r) for r in records])
-            for record in records:
-                key = provenance.run_key(record)
-                if key in known:
-                    out.append(Stored(known[key], False))
-                    continue
-                run_id = self._insert(conn, record, key, label, source, repository or {})
-                known[key] = run_id
-                out.append(Stored(run_id, True))
-        return out
+        for attempt in range(WRITE_ATTEMPTS):
+            out = []
+            try:
+                with self.errors("store the run"), self.write() as conn:
+                    known = self._known_runs(conn, [provenance.run_key(r) for r in records])
+                    for record in records:
+                        key = provenance.run_key(record)
+                        if key in known:
+                            out.append(Stored(known[key], False))
+                            continue
+                        run_id = self._insert(conn, record, key, label, source, repository or {})
+                        known[key] = run_id
+                        out.append(Stored(run_id, True))
+                return out
+            except IntegrityError:
+                # A server database lets two writers add the same new benchmark (or run) at once;
+                # the second is refused and tries again, seeing the first's. SQLite's writers
+                # take turns (BEGIN IMMEDIATE), so this is PostgreSQL's case only.
+                self._benchmarks = {}
+                if attempt == WRITE_ATTEMPTS - 1:
+                    raise UsageError(f"{self.location.shown}: cannot store the run: other writers kept "
+                                     f"adding the same benchmarks in {WRITE_ATTEMPTS} tries; try again") from None
+        return []
 
     def _known_runs(self, conn: Connection, keys: list[str]) -> dict[str, int]:
         found: dict[str, int] = {}
