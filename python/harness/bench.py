@@ -106,6 +106,8 @@ class Run:
         """Fail now, not after the run, when the output cannot take the record."""
         if self.options.output and self._writer is None:
             store.check_writable(self.options.output)
+        elif self.options.output:  # a kind's own writer: its files go to the same directory
+            store.check_output_directory(self.options.output)
         if self.options.history is not None:
             open_history(self.options.history).close()  # a foreign, damaged or newer database fails now
 
@@ -134,19 +136,21 @@ class Run:
         """Write the record to the output (if any); every file written is reported as an event."""
         record = self.record()
         output = self.options.output
-        if self.options.history is not None:
-            with open_history(self.options.history) as history:
-                stored = history.store(record)
-            on_event(Event("written", "history", path=history.location.shown, appended=not stored.added,
-                           note=f"run {stored.run_id}"))
-        if not output:
-            return record
-        if self._writer is not None:
+        if output and self._writer is not None:
             for path in self._writer(output, record):
                 on_event(Event("written", path=str(path)))
-        else:
+        elif output:
             saved = store.write_record(record, output)
             on_event(Event("written", "run record", path=str(saved.path), appended=saved.appended, note=saved.note))
+        if self.options.history is not None:  # after the record file: a history that fails keeps that one
+            try:
+                with open_history(self.options.history) as history:
+                    stored = history.store(record)
+            except UsageError as exc:
+                kept = f"; the run is kept in {output} (history import {output} stores it later)" if output else ""
+                raise UsageError(f"{exc}{kept}") from None
+            on_event(Event("written", "history", path=history.location.shown, appended=not stored.added,
+                           note=f"run {stored.run_id}"))
         return record
 
     def write_interrupted(self, cause: KeyboardInterrupt, total: int, on_event: OnEvent = _ignore) -> RunRecord:
