@@ -97,7 +97,7 @@ def cmd_history(args: argparse.Namespace) -> int:
     _check(args)
     keep = _keep(args.pattern)
     console = output_console()
-    with open_history(args.history) as history:
+    with open_history(args.history, create=args.action == "import") as history:
         if args.action == "import":
             for path, added, kept in history.import_paths(args.records, label=args.label or ""):
                 console.print(f"{escape(path)}: {added} run(s) added" + (f", {kept} already kept" if kept else ""),

@@ -334,14 +334,18 @@ def _engine(location: Location) -> Engine:
     return engine
 
 
-def open_history(target: str | os.PathLike[str] | None = None) -> History:
+def open_history(target: str | os.PathLike[str] | None = None, create: bool = True) -> History:
     """The history at ``target`` (a path or URL; None: ``$HARNESS_HISTORY``, else the default file),
-    created when new, checked, and migrated when older."""
+    checked, and migrated when older; a new file is created unless ``create`` is False (readers:
+    a mistyped path is an error, not an empty history)."""
     location = locate(target)
     if location.path is not None:
         path: Path = location.path
         if path.is_dir():
             raise UsageError(f"{path}: is a directory; give a file for the history database (--history FILE)")
+        if not create and not path.exists():
+            raise UsageError(f"{path}: no history database there yet; `bench --history` or `history import` "
+                             "creates it (or give --history, or set HARNESS_HISTORY, to name another)")
         with owned(path.parent, "create the history database's directory",
                    fix="give another --history PATH or set HARNESS_HISTORY"):
             path.parent.mkdir(parents=True, exist_ok=True)
