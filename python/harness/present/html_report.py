@@ -5,7 +5,8 @@ makes tables sortable), so the file can be mailed, attached to CI, or opened
 offline. The report has the runs, then one section per kind that has a
 section of its own (``Kind.report`` in ``harness.kinds``: dispatch overhead
 for grouped results, compile time, kernel efficiency), then the history
-across runs and every result. Sections whose data no run has are left out
+across runs, the trends (a chart per benchmark, each point telling its run on
+hover, steps marked: ``present.trends``) and every result. Sections whose data no run has are left out
 with a note saying why.
 """
 
