@@ -6,14 +6,33 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
 
 import pytest
+from parallel import assign_groups, machine_share
 
 REPO = Path(__file__).resolve().parents[1]
 
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Each file one unit of work for the xdist workers, slowest first (tests/parallel.py)."""
+    assign_groups(items, REPO)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
+    """Beside the other xdist worker's test, or alone when marked ``alone`` (tests/parallel.py)."""
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if run is None:
+        return (yield)
+    directory = Path(tempfile.gettempdir()) / f"harness-tests-{run}"
+    directory.mkdir(mode=0o700, exist_ok=True)
+    with machine_share(directory, alone=item.get_closest_marker("alone") is not None):
+        return (yield)
 
 @pytest.fixture(scope="session")
 def repo() -> Path:

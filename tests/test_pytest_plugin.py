@@ -183,11 +183,14 @@ def test_the_test_run_loads_only_the_plugins_the_project_names(pytestconfig):
         for _, plugin in pytestconfig.pluginmanager.list_name_plugin()
         if plugin is not None
     }
+    addopts = pytestconfig.getini("addopts")
+    named = {addopts[i + 1] for i, word in enumerate(addopts[:-1]) if word == "-p"}
     installed = {
         ep.value.split(":")[0]
         for ep in importlib.metadata.entry_points(group="pytest11")
-        if not ep.value.startswith("harness")
+        if ep.value.split(":")[0] not in named
     }
+    assert {"harness.pytest_plugin", "xdist.plugin"} <= named
     assert "harness.pytest_plugin" in loaded
     assert not installed & loaded, f"foreign plugins loaded: {sorted(installed & loaded)}"
     assert pytestconfig.getini("addopts") and "--disable-plugin-autoload" in pytestconfig.getini("addopts")
@@ -204,7 +207,7 @@ def test_the_test_run_shows_no_torch_internal_deprecations(tmp_path, repo):
     )
     r = subprocess.run(
         [sys.executable, "-m", "pytest", "-c", str(repo / "pyproject.toml"), "--rootdir", str(tmp_path),
-         "-p", "no:cacheprovider", str(tmp_path / "test_inner.py")],
+         "-p", "no:cacheprovider", "-n", "0", str(tmp_path / "test_inner.py")],
         capture_output=True, text=True, timeout=300,
     )
     assert r.returncode == 0, r.stdout + r.stderr
