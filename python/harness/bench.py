@@ -106,6 +106,8 @@ class Run:
         """Fail now, not after the run, when the output cannot take the record."""
         if self.options.output and self._writer is None:
             store.check_writable(self.options.output)
+        elif self.options.output:  # a kind's own writer: its files go to the same directory
+            store.check_output_directory(self.options.output)
         if self.options.history is not None:
             open_history(self.options.history).close()  # a foreign, damaged or newer database fails now
 

@@ -501,6 +501,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except HarnessError as exc:
         print(f"harness: error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except OSError as exc:
+        if exc.filename is None:
+            raise
+        # A file-system failure no writer turned into a message of its own: still one line, naming the path.
+        from harness.files.oserrors import path_error
+
+        print(f"harness: error: {path_error(exc, str(exc.filename), 'use it')}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt as exc:
         print(f"harness: {'terminated' if isinstance(exc, Terminated) else 'interrupted'}", file=sys.stderr)
         return _interrupted_exit_code(exc)

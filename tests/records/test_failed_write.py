@@ -42,7 +42,8 @@ def test_file_size_limit_keeps_the_earlier_file(tmp_path: Path, suffix: str):
     )
     message = " ".join(r.stderr.split())
     assert r.returncode == 2, r.stderr
-    assert f"{output}: cannot write run record: File too large; the file is as it was before" in message
+    assert (f"{output}: cannot write run record: the file would pass the file-size limit (ulimit -f); "
+            "the file is as it was before; give --output a path in a directory you can write") in message
     assert "Traceback" not in r.stderr
     assert output.read_bytes() == before
     assert sorted(p.name for p in out.iterdir()) == sorted([output.name, lock_path(output).name])

@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import StatementError, UsageError
-from harness.files.atomic import atomic_write_text
-from harness.files.cache import cache_dir
+from harness.files.atomic import atomic_open, atomic_write_text
+from harness.files.cache import cache_dir, writing_cache
 
 _SIGNATURE = re.compile(r"^\s*f\s*\((?P<args>[^()]*)\)\s*->\s*(?P<output>[^,()]+?)\s*$")
 _IDENT = re.compile(r"^[A-Za-z_]\w*$")
@@ -105,6 +105,11 @@ def ensure_scripted(source: str, kind: str) -> Path:
     """Script and save ``source`` once (``kind`` "function": its ``f``; "model": its ``model``)."""
     if kind not in ("function", "model"):
         raise UsageError(f"unknown TorchScript kind {kind!r}")
+    with writing_cache("write the TorchScript cache"):
+        return _ensure_scripted(source, kind)
+
+
+def _ensure_scripted(source: str, kind: str) -> Path:
     path = saved_path(source, kind)
     if path.exists():
         return path
@@ -132,15 +137,15 @@ def ensure_scripted(source: str, kind: str) -> Path:
                 )
             with quiet_deprecation():
                 scripted = torch.jit.script(obj)
-                tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-                torch.jit.save(scripted, str(tmp))
-            os.replace(tmp, path)
         except StatementError:
             raise
         except Exception as exc:  # TorchScript's frontend errors, errors in the model setup
             raise StatementError(f"could not script the {kind} for TorchScript:\n{exc}") from exc
         finally:
             sys.modules.pop(name, None)
+        # Atomic, as every file of the cache: a reader never loads a half-written model.
+        with quiet_deprecation(), atomic_open(path, "wb") as f:
+            torch.jit.save(scripted, f)
     return path
 
 

@@ -20,6 +20,7 @@ writer for a test: ``temporary`` (before the temporary file exists),
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import shutil
@@ -144,6 +145,30 @@ def _named_temporary(target: Path, directory: Path, mode: str, encoding: str | N
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def check_replaceable(path: str | os.PathLike[str]) -> None:
+    """Raise the OSError an atomic write of ``path`` would meet in its directory (missing and
+    uncreatable, read-only, another user's), now rather than after a run; writes nothing.
+
+    An unnamed temporary file is made and dropped, which needs what the
+    write needs; where there is none (no ``O_TMPFILE``), ``os.access`` says.
+    """
+    target = Path(path)
+    directory = target.parent if str(target.parent) else Path(".")
+    directory.mkdir(parents=True, exist_ok=True)
+    flag = getattr(os, "O_TMPFILE", None)
+    if flag is not None:
+        try:
+            os.close(os.open(directory, flag | os.O_RDWR | os.O_CLOEXEC, 0o600))
+            return
+        except OSError as exc:
+            if exc.errno not in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL):
+                raise
+    if os.statvfs(directory).f_flag & os.ST_RDONLY:
+        raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(directory))
+    if not os.access(directory, os.W_OK):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(directory))
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:

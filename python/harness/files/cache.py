@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 from harness.files.oserrors import owned, refuse_foreign
@@ -24,6 +26,15 @@ def cache_fix() -> str:
     """How to move the cache, for messages about a cache that cannot be used."""
     _, source = configured_root()
     return f"set {CACHE_DIR_ENV} to a directory of yours that you can write (now: {source})"
+
+
+@contextlib.contextmanager
+def writing_cache(doing: str = "write to the harness cache") -> Iterator[None]:
+    """Every OSError of the block on a path in the cache (or on none: a write to an open file)
+    becomes one PathError naming the path, what failed and ``HARNESS_CACHE_DIR``."""
+    root, _ = configured_root()
+    with owned(root, doing, cache_fix()):
+        yield
 
 
 def cache_root() -> Path:
@@ -75,7 +86,8 @@ def cache_info() -> dict[str, int]:
 
 def clear_cache() -> None:
     root = cache_root()
-    shutil.rmtree(root)
+    with writing_cache("clear the harness cache"):
+        shutil.rmtree(root)
     ensure_private_dir(root)
 
 

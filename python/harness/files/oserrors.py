@@ -130,23 +130,27 @@ def path_error(exc: OSError, path: str | os.PathLike[str], doing: str, fix: str 
 
 
 @contextlib.contextmanager
-def owned(path: str | os.PathLike[str], doing: str, fix: str | None = None) -> Iterator[None]:
-    """Any OSError in the block becomes ``path_error(exc, path, doing, fix)``.
+def owned(path: str | os.PathLike[str], doing: str, fix: str | None = None,
+          scope: str | os.PathLike[str] | None = None) -> Iterator[None]:
+    """Any OSError in the block about ``scope`` (default ``path``) becomes ``path_error(exc, ..., doing, fix)``.
 
-    ``path`` is the location the user chose (or harness chose for them):
-    an OSError naming a path under it names that one; one naming a path
-    elsewhere passes through unchanged; one naming none names ``path``.
+    ``path`` is the location the user chose (or harness chose for them); an
+    OSError naming a path under it names that one, one naming another path
+    in ``scope`` (a file's directory: its lock, its temporary file) or none
+    names ``path``, and one naming a path outside ``scope`` passes through
+    unchanged (a compiler that does not run, a file the user named).
     """
     where = Path(path)
+    within = Path(scope) if scope is not None else where
     try:
         yield
     except PathError:
         raise
     except OSError as exc:
         named = Path(os.fsdecode(exc.filename)) if isinstance(exc.filename, (str, bytes, os.PathLike)) else None
-        if named is not None and not _under(named, where):
-            raise  # not harness's location (a compiler that does not run, a file the user named)
-        raise path_error(exc, named or where, doing, fix) from exc
+        if named is not None and not _under(named, within):
+            raise
+        raise path_error(exc, named if named is not None and _under(named, where) else where, doing, fix) from exc
 
 
 def _under(path: Path, root: Path) -> bool:

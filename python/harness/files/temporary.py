@@ -27,8 +27,8 @@ from pathlib import Path
 from harness.options import TEST_KILL_AT_ENV, TEST_KILL_POINTS, env_choice
 
 SUFFIX = ".tmp"
-# mkstemp's eight characters (older harness versions) or secrets.token_hex(4) (now).
-_RANDOM = r"[a-z0-9_]{8}"
+# secrets.token_hex(4) (now), mkstemp's eight characters or a pid (older harness versions).
+_RANDOM = r"(?:[a-z0-9_]{8}|[0-9]{1,10})"
 
 
 def temporary_name(target: Path) -> str:

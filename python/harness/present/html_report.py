@@ -19,8 +19,8 @@ from datetime import UTC, datetime
 
 from harness import kinds
 from harness._version import __version__
-from harness.errors import UsageError
 from harness.files.atomic import atomic_write_text
+from harness.files.oserrors import path_error
 from harness.model.record import RunRecord
 from harness.model.result import TaskResult
 from harness.options import NOISY_IQR_FRACTION
@@ -275,5 +275,5 @@ def write_report(paths: Sequence[str | os.PathLike[str]], output: str | os.PathL
     try:
         atomic_write_text(output, page)
     except OSError as exc:
-        raise UsageError(f"{output}: cannot write the report: {exc.strerror or exc}") from None
+        raise path_error(exc, output, "write the report", "give report -o a path in a directory you can write") from None
     return len(runs)

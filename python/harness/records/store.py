@@ -23,7 +23,9 @@ from pathlib import Path
 from types import ModuleType
 
 from harness.errors import UsageError
+from harness.files.atomic import check_replaceable
 from harness.files.lock import locked
+from harness.files.oserrors import PathError, owned, path_error
 from harness.model.record import RunRecord
 from harness.records.formats import FORMATS
 
@@ -36,6 +38,9 @@ class Saved:
     path: Path
     appended: bool = False
     note: str = ""
+
+
+OUTPUT_FIX = "give --output a path in a directory you can write"
 
 
 def format_for(path: str | os.PathLike[str]) -> ModuleType:
@@ -91,9 +96,10 @@ def write_record(record: RunRecord, path: str | os.PathLike[str]) -> Saved:
             appended = fmt.write(record, target)
             return Saved(target, appended, note)
     except OSError as exc:
-        raise UsageError(
-            f"{p}: cannot write run record: {exc.strerror or exc}; the file is as it was before"
-        ) from None
+        raise path_error(exc, p, "write run record", f"the file is as it was before; {OUTPUT_FIX}") from None
+    except PathError as exc:  # a format's writer (files/) said it in its own words: the record's instead
+        raise PathError(f"{p}: cannot write run record: {exc.problem}; the file is as it was before; {OUTPUT_FIX}",
+                        p, exc.problem, exc.errno) from None
 
 
 def save(record: RunRecord, path: str | os.PathLike[str]) -> bool:
@@ -105,15 +111,18 @@ def check_writable(path: str | os.PathLike[str]) -> None:
     """Before a run: fail now, not after minutes of measuring, if ``path`` cannot take a record."""
     p = Path(path)
     fmt = format_for(p)
-    try:
-        p.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UsageError(f"{p}: cannot create its directory: {exc.strerror or exc}") from None
     if p.is_dir():
         raise UsageError(f"{p}: is a directory; give a file name for the run record")
-    if not os.access(p.parent, os.W_OK):
-        raise UsageError(f"{p}: directory {p.parent} is not writable")
+    check_output_directory(p)
     _earlier_runs(fmt, p)
+
+
+def check_output_directory(path: str | os.PathLike[str]) -> None:
+    """Before a run: a PathError now if ``path``'s directory cannot take a file (read-only,
+    another user's, a file in the way), for any writer of ``--output``."""
+    p = Path(path)
+    with owned(p, "write it", OUTPUT_FIX, scope=p.parent):
+        check_replaceable(p)
 
 
 def load_runs(path: str | os.PathLike[str]) -> list[RunRecord]:

@@ -43,7 +43,7 @@ from typing import Any
 
 from harness.errors import BuildError, StatementError
 from harness.files.atomic import atomic_write_text
-from harness.files.cache import ensure_private_dir, truncated_library
+from harness.files.cache import ensure_private_dir, truncated_library, writing_cache
 from harness.measure.cpp import balance
 from harness.measure.cpp.codegen import generate_sources
 from harness.measure.cpp.diagnostics import (
@@ -411,7 +411,16 @@ def _build_batch(statements: list[CppStatement], report: BuildReport, include_se
 
 
 def build(statements: Sequence[CppStatement]) -> BuildReport:
-    """Compile every statement not yet in the cache, all in one module; report compiled and failed ones."""
+    """Compile every statement not yet in the cache, all in one module; report compiled and failed ones.
+
+    A cache that cannot be written (read-only, full, another user's) is one
+    PathError naming the path, what failed and ``HARNESS_CACHE_DIR``.
+    """
+    with writing_cache("write the C++ statement cache"):
+        return _build(statements)
+
+
+def _build(statements: Sequence[CppStatement]) -> BuildReport:
     t0 = time.monotonic()
     report = BuildReport()
     unique = list({s.key: s for s in statements}.values())

@@ -38,6 +38,7 @@ from typing import Any
 from harness.errors import BuildError, HarnessError
 from harness.files.atomic import atomic_write_text
 from harness.files.cache import ensure_private_dir
+from harness.files.temporary import sweep, temporary_name
 from harness.measure.cpp.diagnostics import MAX_ERROR_CHARS
 from harness.measure.cpp.include_set import HEADERS, LEAN, PCH_SETS
 from harness.measure.cpp.log import log_event
@@ -249,7 +250,10 @@ def build_pch_main(directory: str, lock_fd: int | None = None, background: bool 
         if background:
             # Lowest priority: the build that started it (and anything else) comes first.
             os.nice(19)
-        tmp = d / f".{PCH_HEADER}.gch.{os.getpid()}.tmp"
+        # g++ writes the .gch itself, so it cannot hold a lock on it: under the build lock, any
+        # temporary .gch is a killed builder's (~750 MB each), and goes.
+        sweep(gch, held=True)
+        tmp = d / temporary_name(gch)
         t0 = time.monotonic()
         proc = subprocess.run([*command, "-o", str(tmp)], capture_output=True, text=True)
         seconds = round(time.monotonic() - t0, 2)

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.files.atomic import atomic_write_text
-from harness.files.cache import cache_dir
+from harness.files.cache import cache_dir, writing_cache
 from harness.options import DEFAULT_MIN_RUN_TIME
 
 
@@ -183,7 +183,8 @@ def measured_peaks(device: str, device_name: str, sizes: MeasureSizes, min_run_t
     flops, bandwidth = measure(device, sizes, min_run_time)
     measured_at = datetime.now(UTC).isoformat(timespec="seconds")
     record = {"key": key, "flops_per_s": flops, "bytes_per_s": bandwidth, "measured_at": measured_at}
-    atomic_write_text(path, json.dumps(record, indent=1) + "\n")
+    with writing_cache("cache this machine's measured peaks"):
+        atomic_write_text(path, json.dumps(record, indent=1) + "\n")
     detail = f"bf16 GEMM n={sizes.gemm_n}, copy of {sizes.copy_bytes} bytes; cached in {path}"
     return Peaks(flops, bandwidth, "measured", device_name, detail)
 
