@@ -34,6 +34,13 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
     with machine_share(directory, alone=item.get_closest_marker("alone") is not None):
         return (yield)
 
+
+# Counting workers are kept after a run by default (docs/instruction-counts.md): a test suite must
+# leave none behind (CI has 2 cores) nor let one test's worker serve another's. Every process the
+# tests start inherits this; the tests of kept workers ask for them, in a TMPDIR of their own.
+os.environ["HARNESS_KEEP_WORKER"] = "0"
+
+
 @pytest.fixture(scope="session")
 def repo() -> Path:
     return REPO

@@ -62,9 +62,11 @@ SETTINGS: dict[str, dict[str, tuple[str, ...]]] = {
     },
     "HARNESS_KEEP_WORKER": {
         "SECONDS": (KEPT, "test_keep_worker"),
-        "unset, empty or 0": ("test_callgrind_worker_environment", "test_keep_worker"),
+        "unset or empty": ("test_keep_worker",),
+        "0": ("test_callgrind_worker_environment", "test_keep_worker"),
         "anything else": ("test_keep_worker",),
     },
+    "CI": {"true, 1 or yes (any case)": ("test_keep_worker",), "anything else, unset or empty": ("test_keep_worker",)},
     "HARNESS_GPT_FAST_SIZE": {
         "auto, unset or empty": ("test_gpt_fast_size",),
         "tiny": (TINY_RUN, "test_gpt_fast_size"),
@@ -307,26 +309,27 @@ with open(os.environ["RECORD_TO"], "w") as f:
 
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
 def test_callgrind_worker_environment(tmp_path: Path):
-    """A callgrind worker gets HARNESS_COUNTER and HARNESS_CALLGRIND_DIR; without HARNESS_KEEP_WORKER it goes
-    with its run (kept workers, HARNESS_KEEP_WORKER=SECONDS: KEPT)."""
+    """A callgrind worker gets HARNESS_COUNTER and HARNESS_CALLGRIND_DIR; with HARNESS_KEEP_WORKER=0 it goes
+    with its run (kept workers, HARNESS_KEEP_WORKER=SECONDS: tests/workers/test_kept_worker.py)."""
     root = tmp_path / "benchmarks"
     (root / "envsuite").mkdir(parents=True)
     (root / "envsuite" / "suite.py").write_text(RECORD_ENV)
     record = tmp_path / "seen.json"
-    env = _env(TMPDIR=str(tmp_path), RECORD_TO=str(record), HARNESS_KEEP_WORKER=None, HARNESS_COUNTER=None,
+    env = _env(TMPDIR=str(tmp_path), RECORD_TO=str(record), HARNESS_KEEP_WORKER="0", HARNESS_COUNTER=None,
                HARNESS_CALLGRIND_DIR=None)
     r = _cli("bench", "--path", str(root), "envsuite", "--mode", "instructions", "--counter", "callgrind", env=env)
     assert r.returncode == 0, r.stderr
     seen = json.loads(record.read_text())
     assert seen["HARNESS_COUNTER"] == "callgrind"
     directory = Path(seen["HARNESS_CALLGRIND_DIR"])
-    assert directory.parent == tmp_path  # a directory of the run's own
+    # A directory of the run's own, among the workers' private ones (workers.private_dir).
+    assert directory.parent.name == "workers" and directory.name.startswith("f")
     # valgrind writes there: this very process's log, and the profiles of the run.
     assert f"valgrind.{seen['pid']}.log" in seen["files"]
     assert any(name.startswith("callgrind.out.") for name in seen["files"])
     # Not kept: the worker and its directory went with the run.
     assert not directory.exists()
-    listening = subprocess.run(["pgrep", "-f", "--", f"--listen {tmp_path}"], capture_output=True, text=True)
+    listening = subprocess.run(["pgrep", "-f", "--", str(directory)], capture_output=True, text=True)
     assert listening.stdout.split() == []
 
 
@@ -354,9 +357,23 @@ def test_kill_at(tmp_path: Path):
 
 def test_keep_worker(tmp_path: Path):
     """What each setting makes of a run's options; a kept worker itself is KEPT's."""
-    code = "import json; from harness.options import RunOptions; print(json.dumps(RunOptions().keep_seconds))"
-    for value, seconds in ((None, None), ("", None), ("0", None), ("600", 600.0), ("86400", 86400.0)):
-        assert _json(_start(code, _env(HARNESS_KEEP_WORKER=value))) == seconds
+    cases = [  # (CI, HARNESS_KEEP_WORKER, the run's idle timeout); None: unset
+        (None, None, 900.0), (None, "", 900.0), (None, "0", None), (None, "600", 600.0), (None, "86400", 86400.0),
+        ("", None, 900.0), ("false", None, 900.0), ("TRUE", None, None), ("1", "", None), ("yes", None, None),
+        ("true", "600", 600.0), ("true", "0", None),
+    ]
+    # One process reads each setting in turn (the options read the environment at each call).
+    code = """
+        import json, os, sys
+        from harness.options import RunOptions
+        seen = []
+        for ci, keep, _ in json.loads(sys.argv[1]):
+            for name, value in (("CI", ci), ("HARNESS_KEEP_WORKER", keep)):
+                os.environ.pop(name, None) if value is None else os.environ.__setitem__(name, value)
+            seen.append(RunOptions().keep_seconds)
+        print(json.dumps(seen))
+    """
+    assert _json(_start(code, _env(), json.dumps(cases))) == [seconds for _, _, seconds in cases]
     none = str(tmp_path / "none")
     _refused(_cli("bench", "--path", none, env=_env(HARNESS_KEEP_WORKER="soon")),
              "HARNESS_KEEP_WORKER='soon': give the idle timeout in seconds, e.g. HARNESS_KEEP_WORKER=600")

@@ -94,8 +94,8 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument(
         "--keep-worker", type=float, default=None, metavar="SECONDS",
         help="keep the instruction-counting workers running after this run, for the next run to reuse, "
-        f"until idle for SECONDS (default: ${KEEP_WORKER_ENV}, else not kept); compile-time cases and "
-        "other tasks that need a fresh process never use them",
+        f"until idle for SECONDS (default: ${KEEP_WORKER_ENV}, else 900, or not kept where $CI is true; "
+        "0: not kept); compile-time cases and other tasks that need a fresh process never use them",
     )
     bench.add_argument(
         "--python", action="append", default=[], metavar="[LABEL=]PATH", dest="pythons",
@@ -220,6 +220,11 @@ def _parser() -> argparse.ArgumentParser:
     cache.add_argument(
         "action", choices=["info", "clear"],
         help="info: the cache's folder and the size of each kind of artefact in it; clear: empty it (rebuilt as needed)",
+    )
+    workers = sub.add_parser("workers", help="list or stop the instruction-counting workers kept for the next run")
+    workers.add_argument(
+        "action", nargs="?", choices=["list", "stop"], default="list",
+        help="list (the default): each kept worker's age, memory and fingerprint; stop: end them all",
     )
     # `python -m harness X --help` opens with the line the command list shows for X.
     for action in sub._choices_actions:
@@ -401,6 +406,18 @@ def cmd_cache(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_workers(args: argparse.Namespace) -> int:
+    from harness.present.workers import print_workers
+    from harness.workers.registry import kept_workers, stop_all
+
+    if args.action == "stop":
+        stopped = stop_all()
+        print(f"stopped {len(stopped)} kept worker{'' if len(stopped) == 1 else 's'}")
+        return 0
+    print_workers(kept_workers())
+    return 0
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     from harness.present.run_comparison import Thresholds, compare_runs, environment_notes, print_comparison
     from harness.records.store import load_runs
@@ -475,7 +492,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 COMMANDS = {
     "list": cmd_list, "bench": cmd_bench, "compare": cmd_compare, "report": cmd_report, "check": cmd_check,
-    "cache": cmd_cache, "merge": cmd_merge, "history": cmd_history,
+    "cache": cmd_cache, "workers": cmd_workers, "merge": cmd_merge, "history": cmd_history,
 }
 
 

@@ -29,6 +29,10 @@ CALLGRIND_TIMEOUT = 1800.0  # seconds for one collect_callgrind call: callgrind 
 # Measurement warns from here on, and every harness table and report flags it.
 NOISY_IQR_FRACTION = 0.10
 MAX_KEEP_IDLE = 24 * 3600.0  # seconds a kept worker may wait for its next client
+# Seconds a kept counting worker waits for its next client when nothing says otherwise
+# (docs/instruction-counts.md): long enough to edit and count again, short enough that a
+# forgotten one is gone within the quarter hour. Not kept by default where CI is set.
+DEFAULT_KEEP_IDLE = 900.0
 # compare: a wall-time change is real when the U test's p < ALPHA and it is at least
 # MIN_EFFECT; an instruction-count change when it exceeds NOISE_MARGIN (fractions).
 DEFAULT_ALPHA = 0.05
@@ -50,6 +54,7 @@ CACHE_DIR_ENV = "HARNESS_CACHE_DIR"
 CALLGRIND_DIR_ENV = "HARNESS_CALLGRIND_DIR"
 COUNTER_ENV = "HARNESS_COUNTER"
 CPP_PCH_ENV = "HARNESS_CPP_PCH"
+CI_ENV = "CI"
 CXX_ENV = "CXX"
 GPT_FAST_SIZE_ENV = "HARNESS_GPT_FAST_SIZE"
 HISTORY_ENV = "HARNESS_HISTORY"
@@ -85,10 +90,14 @@ ENVIRONMENT: dict[str, tuple[str, str]] = {
     CXX_ENV: ("c++",
               "COMPILER: the compiler (a name on PATH, or a path) that builds C++ statements, as "
               "torch.utils.cpp_extension reads it; unset: c++; empty, or one that does not run: an error"),
-    KEEP_WORKER_ENV: ("unset",
+    KEEP_WORKER_ENV: ("900",
                       "SECONDS: an instruction-counting worker is kept after a run for the next one, until idle "
-                      "that long (at most 86400, and bench --keep-worker overrides it); unset, empty or 0: not kept; "
-                      "anything else: an error"),
+                      "that long (at most 86400, and bench --keep-worker overrides it); unset or empty: 900, or not "
+                      "kept where CI is true; 0: not kept; anything else: an error"),
+    CI_ENV: ("unset",
+             "true, 1 or yes (any case): instruction-counting workers are not kept after a run unless "
+             "HARNESS_KEEP_WORKER or bench --keep-worker asks (CI services set it); anything else, unset or empty: "
+             "they are kept (HARNESS_KEEP_WORKER)"),
     GPT_FAST_SIZE_ENV: ("auto",
                         "auto, unset or empty: gpu on a CUDA device, else cpu; tiny: the gpt_fast suite's smallest "
                         "shapes and models, seconds per experiment; cpu: its CPU shapes and models, minutes; "
@@ -161,11 +170,16 @@ def check_shard(shard: tuple[int, int]) -> None:
         raise UsageError(f"--shard {k}/{n}: K must be between 1 and N, e.g. --shard 1/{max(n, 1) if isinstance(n, int) else 3}")
 
 
+def on_ci() -> bool:
+    """``$CI`` says this is a CI job (``true``, ``1`` or ``yes``, as CI services set it)."""
+    return (env(CI_ENV) or "").strip().lower() in ("true", "1", "yes")
+
+
 def keep_worker_seconds(value: str | float | None = None) -> float | None:
     """Idle timeout of kept workers: ``value``, else ``$HARNESS_KEEP_WORKER``; None: do not keep."""
     raw = env(KEEP_WORKER_ENV) if value is None else value
     if raw is None or raw == "":
-        return None
+        return None if on_ci() else DEFAULT_KEEP_IDLE
     try:
         seconds = float(raw)
     except (TypeError, ValueError):

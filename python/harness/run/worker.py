@@ -29,11 +29,36 @@ from harness.run.instructions import baseline_first, counted_request
 from harness.workers.zygote import Zygote
 
 
-def serve(result_fd: int) -> int:
+def serve_spec(spec: str) -> int:
+    """``--serve SPEC``: start-up, then answer on a pipe or serve a socket as SPEC says.
+
+    Everything up to the zygote's fork is the same for both, SPEC read only
+    after it: what start-up allocates is the heap every count starts from,
+    and a run's own worker and a kept one must count alike (parsed first,
+    the socket's path and the idle time moved a count by 4 instructions).
+    """
     # Imports after the redirect so even import-time prints stay off the pipe.
     from harness.run import dispatch  # noqa: F401 - loaded before saying ready
 
     zygote = start_zygote()
+    try:
+        result_fd, path, idle_timeout = _parse_serve(spec)
+    except ValueError as exc:
+        raise SystemExit(f"python -m harness.run.worker: {exc}") from None
+    if path is not None and idle_timeout is not None:
+        return _serve_socket(path, idle_timeout, zygote)
+    assert result_fd is not None
+    return _serve_pipe(result_fd, zygote)
+
+
+def serve(result_fd: int) -> int:
+    """``--result-fd N``: answer on fd N, requests on stdin."""
+    from harness.run import dispatch  # noqa: F401 - loaded before saying ready
+
+    return _serve_pipe(result_fd, start_zygote())
+
+
+def _serve_pipe(result_fd: int, zygote: Zygote | None) -> int:
     answer_line = _answerer(zygote)
     out = os.fdopen(result_fd, "w", buffering=1, encoding="utf-8")
 
@@ -234,14 +259,15 @@ def _remove_own_files(directory: str) -> None:
 
 
 def serve_kept(path: str, idle_timeout: float) -> int:
-    """A kept worker: start-up done once, then a fork of it per client (see ``workers.kept``)."""
-    import torch  # noqa: F401 - the start-up every client would pay
-
+    """``--listen SOCKET``: a kept worker, start-up done once, then a fork of it per client (``workers.kept``)."""
     from harness.run import dispatch  # noqa: F401
-    from harness.workers.kept_server import serve_socket
 
-    zygote = start_zygote()
+    return _serve_socket(path, idle_timeout, start_zygote())
+
+
+def _serve_socket(path: str, idle_timeout: float, zygote: Zygote | None) -> int:
     answer_line = _answerer(zygote)
+    from harness.workers.kept_server import serve_socket
 
     directory = os.path.dirname(path)
 
@@ -267,15 +293,29 @@ def _unlink(directory: str, name: str) -> None:
         pass
 
 
+def _parse_serve(spec: str) -> tuple[int | None, str | None, float | None]:
+    """``--serve``'s value (``workers.process.serve_args``): (result fd, socket, idle timeout)."""
+    spec = spec.rstrip(" ")
+    if spec.startswith("fd:"):
+        return int(spec[3:]), None, None
+    if spec.startswith("listen:") and " idle:" in spec:
+        path, idle = spec[len("listen:"):].rsplit(" idle:", 1)
+        return None, path, float(idle)
+    raise ValueError(f"--serve {spec!r}: give fd:N or listen:SOCKET idle:SECONDS")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m harness.run.worker")
+    parser.add_argument("--serve", metavar="SPEC", help="fd:N (answer on fd N, requests on stdin) or "
+                        "listen:SOCKET idle:SECONDS (a kept worker); what harness starts workers with")
     parser.add_argument("--result-fd", type=int, help="answer on this fd; requests come on stdin")
     parser.add_argument("--listen", metavar="SOCKET", help="serve clients on this Unix socket (a kept worker)")
     parser.add_argument("--idle-timeout", type=float, required=False, default=None,
                         help="with --listen: exit after this many idle seconds (given by the client)")
     args = parser.parse_args(argv)
-    if (args.result_fd is None) == (args.listen is None):
-        parser.error("give exactly one of --result-fd and --listen")
+    # --serve's value is read only after start-up (serve_spec), even to check it.
+    if args.serve is None and (args.result_fd is None) == (args.listen is None):
+        parser.error("give exactly one of --serve, --result-fd and --listen")
     # A segfault in a statement then prints the Python stack to stderr,
     # which the pool attaches to the failed result.
     faulthandler.enable()
@@ -283,6 +323,8 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout = sys.stderr
     # The pool owns interruption: it kills workers on Ctrl-C.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if args.serve is not None:
+        return serve_spec(args.serve)
     if args.listen is not None:
         if args.idle_timeout is None:
             parser.error("--listen needs --idle-timeout")

@@ -4,7 +4,9 @@ Lives here: ``protocol`` (the JSON-lines requests and answers, what a dead
 worker looks like), ``process`` (WorkerProcess: one worker and its pipes),
 ``pool`` (WorkerPool: tasks over N workers with timeouts and crash
 isolation), ``kept`` and ``kept_server`` (a worker that outlives its run,
-client and server side).
+client and server side), ``private_dir`` (the per-user directory counting
+workers live in, checked on every step), ``registry`` (the kept workers on
+this machine: listed, stopped, stale ones replaced).
 A worker runs ``python -m harness.run.worker``, named here as a string: this
 layer moves tasks and results and never imports what executes them.
 May import: ``harness.model``, ``harness.errors``, ``harness.options``.

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -31,16 +32,16 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.errors import UsageError
+from harness._version import __version__
 from harness.model.result import TaskResult
 from harness.model.task import Task
-from harness.workers.process import VOLATILE_ENV, worker_env
+from harness.workers.private_dir import private_directory, workers_dir
+from harness.workers.process import VOLATILE_ENV, serve_args, worker_env
 from harness.workers.protocol import (
     STDERR_TAIL_BYTES,
     WORKER_MODULE,
@@ -49,6 +50,7 @@ from harness.workers.protocol import (
     read_answer,
     request_line,
 )
+from harness.workers.registry import KEPT_PREFIX, stop_stale, write_info
 
 _PACKAGE_DIR = Path(__file__).resolve().parents[1]
 
@@ -56,21 +58,28 @@ Diagnostics = Callable[[Path, int], str]
 
 
 def runtime_dir() -> Path:
-    """Private per-user directory for kept workers' sockets (short: a socket path has ~100 bytes)."""
-    base = Path(tempfile.gettempdir())
-    uid = os.getuid()
-    root = base / f"harness-{uid}"
-    if len(str(root)) > 50:
-        root = Path("/tmp") / f"harness-{uid}"
-    root.mkdir(mode=0o700, exist_ok=True)
-    st = root.lstat()
-    if st.st_uid != uid or not os.path.isdir(root) or os.path.islink(root):
-        raise UsageError(f"{root} belongs to another user or is not a directory; remove it or set TMPDIR")
-    if st.st_mode & 0o077:
-        root.chmod(0o700)
-    workers = root / "workers"
-    workers.mkdir(mode=0o700, exist_ok=True)
-    return workers
+    """The private per-user directory of counting workers (``workers.private_dir``)."""
+    return workers_dir()
+
+
+# What never runs in a worker (docs/architecture.md: nothing below them imports them), so an edit
+# there does not retire kept workers.
+_NOT_IN_WORKERS = ("present", "history", "cli.py", "pytest_plugin.py", "__main__.py")
+
+
+@functools.cache
+def harness_digest(package: Path = _PACKAGE_DIR) -> str:
+    """The content of harness's own sources (an edited file, a pulled commit) and the size and
+    time of its compiled core: a worker started from other sources never serves this run."""
+    h = hashlib.sha256(__version__.encode())
+    for p in sorted(package.rglob("*.py")):
+        if p.relative_to(package).parts[0] in _NOT_IN_WORKERS:
+            continue
+        h.update(str(p.relative_to(package)).encode() + b"\0")
+        with contextlib.suppress(OSError):
+            h.update(hashlib.sha256(p.read_bytes()).digest())
+    h.update(json.dumps(_fingerprint(sorted(package.glob("_C*")))).encode())
+    return h.hexdigest()
 
 
 def _fingerprint(paths: Sequence[Path]) -> list[Any]:
@@ -84,26 +93,40 @@ def _fingerprint(paths: Sequence[Path]) -> list[Any]:
     return out
 
 
-def worker_key(prefix_options: Sequence[str], env: dict[str, str], slot: int = 0) -> str:
-    """Hash of what a worker's results depend on (see the module docstring)."""
-    pkg = _PACKAGE_DIR
-    files = sorted(pkg.rglob("*.py")) + sorted(pkg.glob("_C*"))
+def fingerprint_parts(prefix_options: Sequence[str], env: dict[str, str], slot: int = 0) -> dict[str, Any]:
+    """What a worker's results depend on, by name (``python -m harness workers`` shows them)."""
     torch_spec = None
     with contextlib.suppress(Exception):
         import importlib.util
 
         spec = importlib.util.find_spec("torch")
         torch_spec = spec.origin if spec else None
-    material = {
+    return {
         "python": os.path.realpath(sys.executable),
-        "harness": _fingerprint(files),
+        "harness": harness_digest(),
         "torch": _fingerprint([Path(torch_spec)]) if torch_spec else None,
         "env": {k: v for k, v in sorted(env.items()) if k not in VOLATILE_ENV},
         "cwd": os.getcwd(),
         "options": list(prefix_options),
         "slot": slot,
     }
-    return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:20]
+
+
+def worker_key(prefix_options: Sequence[str], env: dict[str, str], slot: int = 0) -> str:
+    """Hash of what a worker's results depend on (see the module docstring): the directory's name."""
+    return key_of(fingerprint_parts(prefix_options, env, slot))
+
+
+def key_of(parts: dict[str, Any]) -> str:
+    return KEPT_PREFIX + hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+
+
+def summary(parts: dict[str, Any]) -> dict[str, Any]:
+    """``parts`` as ``info.json`` keeps them (``workers.registry``): the environment as a digest."""
+    out = {k: v for k, v in parts.items() if k != "env"}
+    out["env"] = hashlib.sha256(json.dumps(parts["env"], sort_keys=True).encode()).hexdigest()[:16]
+    out["package"] = str(_PACKAGE_DIR)
+    return out
 
 
 class _RemoteProcess:
@@ -149,6 +172,7 @@ class KeptWorker:
         start_timeout: float,
         directory: Path,
         diagnostics: Diagnostics | None = None,
+        fingerprint: dict[str, Any] | None = None,
     ) -> KeptWorker | None:
         """Connect to the kept worker of ``directory``, starting it if there is none.
 
@@ -157,7 +181,7 @@ class KeptWorker:
         and the worker's stderr; ``prefix`` may point the counter's files there.
         ``diagnostics(directory, pid)``: what the prefix's tool logged there about a process.
         """
-        directory.mkdir(mode=0o700, exist_ok=True)
+        private_directory(directory)
         lock_fd = os.open(directory / "lock", os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -177,7 +201,11 @@ class KeptWorker:
                     # under its name, is what a killed worker or a damaged directory leaves.
                     print(f"harness: the kept worker in {directory} left a dead socket; starting a new one",
                           file=sys.stderr)
+                if fingerprint is not None:
+                    stop_stale(fingerprint)  # replaced by this one: silently, before it takes memory
                 popen = _start_server(prefix, env, directory, idle_timeout)
+                if fingerprint is not None:
+                    write_info(directory, popen.pid, idle_timeout, fingerprint)
                 connected = _wait_for_server(path, popen, start_timeout)
                 if isinstance(connected, str):
                     raise WorkerStartFailed(connected, popen.pid)
@@ -278,8 +306,8 @@ def _start_server(prefix: Sequence[str], env: dict[str, str], directory: Path, i
     full_env = worker_env(env)
     with open(directory / "stderr.log", "wb") as err:
         return subprocess.Popen(
-            [*prefix, sys.executable, "-P", "-m", WORKER_MODULE, "--listen", str(directory / "sock"),
-             "--idle-timeout", repr(idle_timeout)],
+            [*prefix, sys.executable, "-P", "-m", WORKER_MODULE,
+             *serve_args(f"listen:{directory / 'sock'} idle:{idle_timeout!r}")],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=err,

@@ -79,6 +79,23 @@ def own_environment() -> dict[str, str]:
     return environ
 
 
+# Every worker's own arguments are one of two words and a value of this width (spaces after it).
+SERVE_WIDTH = 200
+
+
+def serve_args(spec: str) -> list[str]:
+    """``--serve SPEC`` with ``SPEC`` padded to one width: ``fd:NNNNN`` (answers on that fd,
+    requests on stdin) or ``listen:SOCKET idle:SECONDS`` (a kept worker).
+
+    The command line is read into the worker's heap before any of our code runs, and the heap
+    a count starts from moves the count: a run's own worker and a kept one must start with
+    command lines of the same shape and length to count a statement alike.
+    """
+    if len(spec) > SERVE_WIDTH:
+        raise ValueError(f"worker argument longer than {SERVE_WIDTH} characters: {spec!r}")
+    return ["--serve", spec.ljust(SERVE_WIDTH)]
+
+
 def worker_env(env: dict[str, str] | None = None) -> dict[str, str]:
     """This process's own environment less ``VOLATILE_ENV``, with ``env`` on top and harness importable."""
     full_env = {k: v for k, v in own_environment().items() if k not in VOLATILE_ENV}
@@ -109,7 +126,7 @@ class WorkerProcess:
             # code runs on) must not depend on which fds were free, or counts would differ
             # between workers started side by side (--jobs N).
             # -P: the working directory joins sys.path only after start-up (see run.worker).
-            [*prefix, python or sys.executable, "-P", "-m", WORKER_MODULE, "--result-fd", f"{write_fd:05d}"],
+            [*prefix, python or sys.executable, "-P", "-m", WORKER_MODULE, *serve_args(f"fd:{write_fd:05d}")],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,

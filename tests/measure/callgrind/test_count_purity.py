@@ -10,8 +10,9 @@ instruction-count page (docs/instruction-counts.md), whose bounds are asserted
 here.
 
 Cost (2-core machine): one Timer worker counting 5 statements, two bench runs
-(``--jobs 1`` and ``--jobs 2``), three more in another TMPDIR (fresh, then a kept worker
-started and reused); about 3.5 minutes, most of it valgrind start-ups.
+(``--jobs 1`` and ``--jobs 2``), three more in another TMPDIR (fresh, with the C++ cache
+reached through a longer path, then a kept worker started and reused); about 3.5 minutes,
+most of it valgrind start-ups.
 """
 
 from __future__ import annotations
@@ -28,12 +29,6 @@ from pathlib import Path
 import pytest
 
 pytestmark = pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
-
-# A kept worker against a fresh one in the same environment: the docs' bounds. Measured (100 runs):
-# y = x * w 967,495 against 967,461 (0.004%), y = torch.cat([x, w]).sum() 0.07% and 0.11%, and
-# auto y = x * w; 568,599 against 557,309 (2.03%): a kept worker's zygote is forked from a process that
-# served a socket, and the chunks of its heap the work frees and gets back differ in their addresses.
-KEPT_AND_FRESH = {"python": 0.0015, "cpp": 0.035}
 
 SETUP = "x = torch.ones(4, 4)\nw = torch.ones(4, 4)"
 CPP_STMT, CPP_SETUP = "auto y = x * w;", "auto x = torch::ones({4, 4}); auto w = torch::ones({4, 4});"
@@ -100,29 +95,31 @@ def bench_counts(root, timer_counts) -> dict[int, dict[str, float]]:
 
 @pytest.fixture(scope="module")
 def kept_counts(root) -> list[dict[str, float]]:
-    """Three runs in one environment: a fresh worker's, then two with --keep-worker (the first
-    starts the kept worker, the second is served by it)."""
+    """Three runs in one environment: a run's own worker's, with the C++ cache reached through a path
+    29 characters longer (a symbolic link to it), then two with --keep-worker (the first starts the
+    kept worker, the second is served by it)."""
+    from harness.files.cache import cache_root
+
     short = Path(tempfile.mkdtemp(prefix="hp", dir="/tmp"))  # the kept worker's socket lives under it
+    longer = short / "a-cache-path-29-characters-longer"
+    longer.symlink_to(cache_root())
     env = {**os.environ, "TMPDIR": str(short)}
     try:
         runs = []
-        for i, keep in enumerate(([], ["--keep-worker", "120"], ["--keep-worker", "120"])):
+        for i, (keep, cache) in enumerate(((["--keep-worker", "0"], {"HARNESS_CACHE_DIR": str(longer)}),
+                                           (["--keep-worker", "120"], {}), (["--keep-worker", "120"], {}))):
             out = root / f"kept{i}.json"
             proc = subprocess.run(
                 [sys.executable, "-m", "harness", "bench", "--path", str(root), "--mode", "instructions",
                  "--counter", "callgrind", *keep, "--output", str(out)],
-                capture_output=True, text=True, timeout=900, cwd=root, env=env,
+                capture_output=True, text=True, timeout=900, cwd=root, env={**env, **cache},
             )
             assert proc.returncode == 0, proc.stderr
             runs.append({r["task"]["name"]: r["samples"][0] for r in json.loads(out.read_text())["results"]})
         return runs
     finally:
-        subprocess.run(["pkill", "-KILL", "-f", "--", f"--listen {short}"], check=False)
+        subprocess.run(["pkill", "-KILL", "-f", "--", f"listen:{short}"], check=False)
         shutil.rmtree(short, ignore_errors=True)
-
-
-def _apart(a: float, b: float) -> float:
-    return abs(a - b) / min(a, b)
 
 
 def test_a_python_statement_counts_the_same_however_often_and_whenever(timer_counts):
@@ -170,20 +167,21 @@ def test_jobs_and_entry_points_count_the_same(bench_counts, timer_counts):
     assert per_run == one["a_mul"], (per_run, one["a_mul"])
 
 
-def test_a_kept_worker_counts_like_a_fresh_one(kept_counts):
-    """A kept worker repeats itself exactly, and counts like a fresh worker of the same environment
-    within the docs' bound (its own command line and directory are all that differ)."""
+def test_a_kept_worker_counts_like_a_fresh_one_whatever_the_cache_path(kept_counts):
+    """A kept worker repeats itself exactly and counts exactly like a run's own worker, Python and C++
+    statements alike, though the run's own worker loaded its C++ statement from a longer path.
+
+    Before: 0.15% (Python) and 1.9-2.5% (C++) between kept and fresh, and a C++ statement -0.69% to
+    +1.9% with a cache path of another length."""
     fresh, first, second = kept_counts
     assert first == second
-    assert first.keys() == fresh.keys()
-    for name, count in first.items():
-        bound = KEPT_AND_FRESH["cpp" if name == "e_cpp" else "python"]
-        assert _apart(count, fresh[name]) <= bound, (name, count, fresh[name])
+    assert first == fresh
+    assert fresh["e_cpp"] > 0 and fresh["a_mul"] > 0
 
 
-def test_the_docs_name_the_bounds():
-    """The bounds asserted here are the ones the instruction-count page states, and the README links it."""
+def test_the_docs_say_counts_are_identical():
+    """The instruction-count page says so, and the README links it."""
     root = Path(__file__).resolve().parents[3]
     page = (root / "docs" / "instruction-counts.md").read_text()
-    assert all(f"{bound:.2%}" in page for bound in KEPT_AND_FRESH.values()) and "the same environment" in page
+    assert "a kept worker counts exactly like a fresh one" in page
     assert "(docs/instruction-counts.md)" in (root / "README.md").read_text()

@@ -25,16 +25,25 @@ import shutil
 import tempfile
 from pathlib import Path
 
-PREFIX = "harness-callgrind-"
+from harness.workers.private_dir import FRESH_PREFIX, fresh_name, worker_dir, workers_dir
+
+PREFIX = "harness-callgrind-"  # where older harnesses made them: directly in the temporary directory
 LOCK_NAME = "owner.lock"
 
 
 class DumpDir:
-    """A new directory under the temporary directory, held until ``remove()``."""
+    """A new directory among the workers' private ones (``workers.private_dir``), held until ``remove()``.
+
+    There, its path has the length of a kept worker's: a run's own worker and a
+    kept one get paths of one length on their command line and in their
+    environment, and so count alike.
+    """
 
     def __init__(self) -> None:
         sweep(Path(tempfile.gettempdir()))
-        self.path = Path(tempfile.mkdtemp(prefix=PREFIX))
+        sweep(workers_dir(), FRESH_PREFIX)
+        self.path = worker_dir(fresh_name())
+        self.path.mkdir(mode=0o700)
         pending = self.path / f"{LOCK_NAME}.new"
         self._fd: int | None = os.open(pending, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
         fcntl.flock(self._fd, fcntl.LOCK_EX)
@@ -47,11 +56,11 @@ class DumpDir:
             self._fd = None
 
 
-def sweep(parent: Path) -> list[Path]:
+def sweep(parent: Path, prefix: str = PREFIX) -> list[Path]:
     """Remove the dump directories under ``parent`` whose owner is gone (this user's only); the ones removed."""
     removed = []
     uid = os.getuid()
-    for path in parent.glob(f"{PREFIX}*"):
+    for path in parent.glob(f"{prefix}*"):
         with contextlib.suppress(OSError):
             if path.is_symlink() or not path.is_dir() or path.stat().st_uid != uid:
                 continue

@@ -7,7 +7,8 @@ from pathlib import Path
 from harness.measure.callgrind.counter import CallgrindCounter
 from harness.measure.callgrind.logs import valgrind_log
 from harness.measure.counters.base import InstructionCounter
-from harness.workers.kept import KeptWorker, runtime_dir, worker_key
+from harness.workers.kept import KeptWorker, fingerprint_parts, key_of, summary
+from harness.workers.private_dir import worker_dir
 from harness.workers.process import own_environment
 
 
@@ -27,12 +28,16 @@ def open_counter_worker(
     # A callgrind worker's directory comes from its key, so the key cannot contain it: key on a
     # counter pointed at a placeholder, then point the counter at the key's directory.
     keyed = CallgrindCounter(out_dir="/kept") if isinstance(counter, CallgrindCounter) else counter
-    directory = runtime_dir() / worker_key(keyed.worker_prefix(), {**environment, **keyed.worker_env()}, slot)
+    parts = fingerprint_parts(keyed.worker_prefix(), {**environment, **keyed.worker_env()}, slot)
+    directory = worker_dir(key_of(parts))
     diagnostics = None
     if isinstance(counter, CallgrindCounter):
         counter = CallgrindCounter(out_dir=str(directory))
         diagnostics = _valgrind_diagnostics
+    # The worker starts as a run's own would (``worker_env`` adds this environment, less what is
+    # volatile): given the whole environment again, it got the shell's bookkeeping back and lost
+    # harness from its PYTHONPATH, and counted differently from a run's own worker.
     return KeptWorker.open(
-        counter.worker_prefix(), {**environment, **counter.worker_env()}, idle_timeout, start_timeout, directory,
-        diagnostics,
+        counter.worker_prefix(), counter.worker_env(), idle_timeout, start_timeout, directory, diagnostics,
+        summary(parts),
     )
