@@ -141,7 +141,9 @@ def _plot(trends, out: str, title: str) -> None:
         else:
             atomic_write_text(out, page(f"harness history: {title}", [charts.trends_section(trends, changes) or ""]))
     except OSError as exc:
-        raise UsageError(f"{out}: cannot write the plot: {exc.strerror or exc}") from None
+        from harness.files.oserrors import path_error
+
+        raise path_error(exc, out, "write the plot", "give --plot a path in a directory you can write") from None
 
 
 def _changes(history, trends, args: argparse.Namespace, console: Console) -> int:

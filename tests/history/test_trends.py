@@ -44,6 +44,11 @@ def test_plot_html_has_a_chart_per_benchmark_with_hover_and_steps(history_db: Pa
     png = tmp_path / "trends.png"
     assert cli("history", "show", "--history", str(history_db), "--plot", str(png), "-k", "mul").returncode == 0
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    bad = cli("history", "show", "--history", str(history_db), "--plot", str(blocker / "t.png"), "-k", "mul")
+    assert bad.returncode == 2 and f"{blocker / 't.png'}: cannot write the plot" in bad.stderr, bad.stderr
+    assert "Traceback" not in bad.stderr
 
 
 def test_report_gains_trends_of_the_records_given():

@@ -138,8 +138,10 @@ def trends_section(trends: Trends, changes: Sequence[Change] | None = None, head
 
 
 def write_png(trends: Trends, changes: Sequence[Change], path: str) -> None:
-    """Every benchmark's chart, one under another, in one PNG."""
+    """Every benchmark's chart, one under another, in one PNG (replacing ``path`` only once written)."""
     import matplotlib.image
+
+    from harness.files.atomic import atomic_open
 
     images = []
     for i, b in enumerate(trends.benchmarks):
@@ -147,4 +149,5 @@ def write_png(trends: Trends, changes: Sequence[Change], path: str) -> None:
             fig, *_ = _figure(trends, i, [c for c in changes if c.benchmark.id == b.id])
             fig.canvas.draw()
             images.append(np.asarray(fig.canvas.buffer_rgba()))
-    matplotlib.image.imsave(path, np.concatenate(images, axis=0), format="png")
+    with atomic_open(path, "wb") as out:
+        matplotlib.image.imsave(out, np.concatenate(images, axis=0), format="png")
