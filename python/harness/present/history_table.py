@@ -28,23 +28,27 @@ from harness.present.table import format_value
 
 BARS = "▁▂▃▄▅▆▇█"
 SPARK_WIDTH = 40
+SPARK_FLOOR = 0.01  # the smallest range, as a share of the median, that a sparkline's bars span
 TOP_MOVED = 3  # layers and functions shown per step
 
 
 def sparkline(values: np.ndarray, width: int = SPARK_WIDTH) -> str:
-    """Unicode bars, lowest to highest value; more values than ``width``: the median of each of
-    ``width`` equal bins of the newest values (the oldest ``len % width`` are left out, so one call
-    of median serves every bin)."""
+    """Unicode bars, lowest to highest value; more values than ``width``: the (upper) median of
+    each of ``width`` consecutive bins, all found by one sort."""
     v = np.asarray(values, float)
     if len(v) == 0:
         return ""
     if len(v) > width:
-        per = len(v) // width
-        v = np.median(v[len(v) - per * width:].reshape(width, per), axis=1)
+        bins = np.arange(len(v)) * width // len(v)
+        order = np.lexsort((v, bins))  # by bin, then by value
+        counts = np.bincount(bins, minlength=width)
+        v = v[order][np.cumsum(counts) - counts + counts // 2]
     low, high = float(v.min()), float(v.max())
-    if high - low <= 1e-12 * max(abs(high), 1e-300):
-        return BARS[len(BARS) // 2] * len(v)
-    scaled = np.rint((v - low) / (high - low) * (len(BARS) - 1)).astype(int)
+    # Bars span at least SPARK_FLOOR of the level: a count's jitter of a few instructions stays flat.
+    span = max(high - low, SPARK_FLOOR * abs(float(np.median(v))))
+    if span <= 0:
+        return BARS[0] * len(v)
+    scaled = np.rint((v - low) / span * (len(BARS) - 1)).astype(int)
     return "".join(BARS[i] for i in scaled)
 
 
@@ -52,7 +56,7 @@ def time_unit(seconds: float) -> tuple[str, float]:
     """The unit a time reads best in. Not ``model.measurement.select_unit``: that one matches torch's
     float32 rounding by importing torch, 1-3 s that ``history show`` need not spend."""
     for name, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
-        if abs(seconds) >= scale:
+        if abs(seconds) >= scale * 0.9995:  # 999.7 ns reads 1 us at 3 digits, not 1e+03 ns
             return name, scale
     return "ns", 1e-9
 
