@@ -59,6 +59,10 @@ WRITERS: dict[str, tuple[str, str]] = {
         from harness.files.jsonl_file import append_jsonl
         append_jsonl(path, [{"version": version}])
     """),
+    "replaced CSV (compile-time metrics)": ("metrics.csv", """
+        from harness.files.csv_file import write_csv
+        write_csv(path, ["name", "metric", "value"], [["case", "m", version]])
+    """),
     "cache entry": ("entry.json", """
         import json
         from harness.files.atomic import atomic_write_text
