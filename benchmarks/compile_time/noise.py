@@ -55,6 +55,7 @@ from rich.table import Table
 from harness.define.discovery import load_suite
 from harness.define.selection import is_extended, matches
 from harness.files.atomic import atomic_open
+from harness.files.lock import locked
 from harness.measure.counters.choice import get_counter
 from harness.model.result import TaskResult
 from harness.present.check import MODE_SEPARATOR, read_expected
@@ -293,7 +294,8 @@ def write_expected(
             + "".join(f"; {k:,.0f} kept from the file this one replaced (no repeat met it)" for k in row.kept)
             for row in multimodal
         ]
-    with atomic_open(path, "w") as f:
+    # Under the expected file's writers' lock, as check --update writes it: one writer at a time.
+    with locked(path), atomic_open(path, "w") as f:
         f.write("\n".join(header) + "\n")
         writer = csv.writer(f, lineterminator="\n")
         writer.writerow(["name", "metric", "expected", "noise_margin"])

@@ -77,8 +77,9 @@ def main() -> None:
         print(f"{r['statement']:28} {r['functions']:>9} {r['counting_s']:>11.1f} {r['cold_ms']:>15.2f} "
               f"{r['warm_ms']:>8.2f} {share:>7.2%}")
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"load_average": os.getloadavg()[0], "rows": rows}, f, indent=2)
+        from harness.files.atomic import atomic_write_text
+
+        atomic_write_text(args.json, json.dumps({"load_average": os.getloadavg()[0], "rows": rows}, indent=2))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """docs/files.md names every module that writes a file: a write anywhere else fails here.
 
-The source of ``python/harness`` is scanned (``ast``) for every way this code
+The source of ``python/harness`` and ``benchmarks/`` is scanned (``ast``) for every way this code
 base creates, replaces, removes or binds a path: ``open`` in a writing mode,
 ``os.open`` with a creating or writing flag, renames, links, removals,
 ``mkdir``, temporary files and directories, ``write_text``/``write_bytes``,
@@ -100,8 +100,8 @@ def writes(source: str) -> list[tuple[int, str]]:
 @functools.cache
 def _writers_in_source() -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
-    for path in sorted(PACKAGE.rglob("*.py")):
-        module = path.relative_to(PACKAGE).as_posix()
+    for path in [*sorted(PACKAGE.rglob("*.py")), *sorted((ROOT / "benchmarks").rglob("*.py"))]:
+        module = (path.relative_to(PACKAGE) if path.is_relative_to(PACKAGE) else path.relative_to(ROOT)).as_posix()
         found = writes(path.read_text())
         if found:
             out[module] = [f"{module}:{line}: {what}" for line, what in found]
@@ -147,6 +147,7 @@ def test_every_module_that_writes_is_in_the_inventory():
 def test_every_writer_the_inventory_names_exists_and_writes():
     in_source = _writers_in_source()
     for module, rows in _inventory().items():
-        assert (PACKAGE / module).is_file(), f"docs/files.md ({rows[0]}) names {module}, which does not exist"
+        where = ROOT / module if module.startswith("benchmarks/") else PACKAGE / module
+        assert where.is_file(), f"docs/files.md ({rows[0]}) names {module}, which does not exist"
     for module, why in NOT_FILES.items():
         assert module in in_source, f"{module} no longer calls what NOT_FILES excuses ({why}): drop it there"
