@@ -23,7 +23,7 @@ from harness.files.lock import locked
 from harness.files.oserrors import owned
 
 # The fix named when an output cannot be written: these files come from bench --output.
-KEPT_FIX = "it is as it was before; give --output a path in a directory you can write"
+OUTPUT_FIX = "it is as it was before; give --output a path in a directory you can write"
 
 Row = Sequence[Any] | Mapping[str, Any]
 
@@ -134,7 +134,7 @@ def write_csv(path: str | os.PathLike[str], header: Sequence[str], rows: Iterabl
     """Replace ``path`` with a CSV of ``header`` and ``rows`` (sequences or dicts)."""
     p = Path(path)
     cells = [_cells(r, header, p) for r in rows]
-    with owned(p, "write it", KEPT_FIX, scope=p.parent), atomic_open(p, "w", encoding="utf-8") as f:
+    with owned(p, "write it", OUTPUT_FIX, scope=p.parent), atomic_open(p, "w", encoding="utf-8") as f:
         writer = csv.writer(f, lineterminator="\n")
         writer.writerow(header)
         writer.writerows(cells)
@@ -149,7 +149,7 @@ def append_csv(path: str | os.PathLike[str], header: Sequence[str], rows: Iterab
     p = Path(path)
     cells = [_cells(r, header, p) for r in rows]
     # Under the writers' lock: another appender's rows land before or after ours, never instead.
-    with owned(p, "append to it", KEPT_FIX, scope=p.parent), locked(p):
+    with owned(p, "append to it", OUTPUT_FIX, scope=p.parent), locked(p):
         earlier = _existing(p, header)
         with atomic_open(p, "w", encoding="utf-8") as f:
             writer = csv.writer(f, lineterminator="\n")

@@ -10,7 +10,7 @@ from typing import Any
 
 from harness.errors import UsageError
 from harness.files.atomic import atomic_open
-from harness.files.csv_file import KEPT_FIX
+from harness.files.csv_file import OUTPUT_FIX
 from harness.files.lock import locked
 from harness.files.oserrors import owned
 
@@ -46,7 +46,7 @@ def append_jsonl(path: str | os.PathLike[str], values: Iterable[Any]) -> None:
     under the writers' lock of ``path``, so concurrent appenders all keep their lines)."""
     p = Path(path)
     lines = [json.dumps(v, allow_nan=True) + "\n" for v in values]
-    with owned(p, "append to it", KEPT_FIX, scope=p.parent), locked(p):
+    with owned(p, "append to it", OUTPUT_FIX, scope=p.parent), locked(p):
         _append(p, lines)
 
 
