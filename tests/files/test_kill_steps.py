@@ -6,13 +6,14 @@ is named, just before the rename (what issue 36 found left behind). Each
 leaves the earlier content byte-identical; the next write leaves nothing but
 the file (and its writers' lock, which stays by design).
 
-The HTML report, peaks and C++ cache entries are written by the same
-``atomic_write_text`` as the cache entry here (the report's writer imports
-matplotlib: seconds a process); tests/files/test_inventory.py keeps every
-writer on files/.
+Peaks and C++ cache entries are written by the same ``atomic_write_text``
+as the cache entry here; the TorchScript cache and the HTML report, whose
+writers import torch or matplotlib (seconds a process), are killed at the
+rename only (their earlier steps are the same ``atomic_open``'s).
+tests/files/test_inventory.py keeps every writer on files/.
 
-Cost: about 35 short processes importing harness (no torch), ~10 s on the
-shared 2-core VM.
+Cost: about 45 short processes importing harness (no torch), ~12 s on the
+shared 2-core VM, and the two heavy writers ~5 s (15 s at a load of 8).
 """
 
 from __future__ import annotations
@@ -146,3 +147,46 @@ def test_a_live_writers_temporary_file_is_never_swept(tmp_path: Path):
         held.wait()
     atomic_write_text(target, "mine again")
     assert not _leftovers(tmp_path, target) and target.read_text() == "mine again"
+
+
+# Writers whose process imports torch or matplotlib (seconds each): killed at the rename only, the step that
+# leaves a file (their earlier steps are atomic_open's, killed above); the next write is made here.
+HEAVY = {
+    "TorchScript cache": """
+        from harness.define.torchscript import Signature, ensure_scripted, function_source
+        ensure_scripted(function_source("y = x * 2", Signature.parse("f(x) -> y")), "function")
+    """,
+    "HTML report": """
+        from harness.present.html_report import write_report
+        write_report([sys.argv[1] + "/run.json"], sys.argv[1] + "/out/report.html")
+    """,
+}
+
+
+@pytest.mark.parametrize("kind", sorted(HEAVY))
+def test_heavy_writers_killed_at_the_rename_leave_nothing_after_the_next_write(tmp_path: Path, kind: str,
+                                                                               monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))
+    from harness.define.torchscript import Signature, ensure_scripted, function_source, saved_path
+    from harness.model.record import RunRecord
+    from harness.model.result import TaskResult
+    from harness.model.task import Task
+    from harness.present.html_report import write_report
+    from harness.records import save
+
+    source = function_source("y = x * 2", Signature.parse("f(x) -> y"))
+    save(RunRecord({"run_id": "r"}, [TaskResult(Task("s", "b", "timer", {}), "ok", samples=[1.0])]),
+         tmp_path / "run.json")
+    target = saved_path(source, "function") if kind == "TorchScript cache" else tmp_path / "out" / "report.html"
+    env = {**os.environ, "HARNESS_TEST_KILL_AT": "rename"}
+    killed = subprocess.run([sys.executable, "-c", "import sys\n" + textwrap.dedent(HEAVY[kind]), str(tmp_path)],
+                            cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    # The first rename of the TorchScript writer is the function's source, written before the model.
+    first = target.with_suffix(".py") if kind == "TorchScript cache" else target
+    assert not target.exists() and _leftovers(target.parent, first)
+    if kind == "TorchScript cache":
+        ensure_scripted(source, "function")
+    else:
+        write_report([tmp_path / "run.json"], target)
+    assert target.exists() and not [p.name for p in target.parent.iterdir() if p.name.endswith(".tmp")]
