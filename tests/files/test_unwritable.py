@@ -95,6 +95,14 @@ def full(tmp_path: Path) -> Iterator[Path]:
         _unmount(where)
 
 
+def _give_away(path: Path) -> None:
+    """``path`` chowned to another uid, or the test skipped where this process may not (not root)."""
+    try:
+        os.chown(path, OTHER_UID, OTHER_UID)
+    except PermissionError as exc:
+        pytest.skip(f"cannot chown {path} to uid {OTHER_UID} ({exc.strerror}): needs root")
+
+
 def _contents(where: Path) -> dict[str, bytes]:
     # A writers' lock (.NAME.lock, empty) may be new: made before the write that failed, and kept by design.
     return {p.name: p.read_bytes() for p in where.iterdir()
@@ -184,7 +192,7 @@ def test_full_cache_is_one_message(full: Path):
 def test_another_users_cache_is_refused(tmp_path: Path):
     cache = tmp_path / "theirs"
     cache.mkdir(mode=0o700)
-    os.chown(cache, OTHER_UID, OTHER_UID)
+    _give_away(cache)
     r = _cli("cache", "info", env={"HARNESS_CACHE_DIR": str(cache)})
     assert _one_message(r) == (f"{cache}: will not use it as the harness cache: it belongs to another user, "
                                f"uid {OTHER_UID}, not to uid {os.geteuid()}; {CACHE_FIX} "
@@ -197,7 +205,7 @@ def test_another_users_output_directory_is_one_message(tmp_path: Path):
         pytest.skip("setpriv (util-linux) is not installed: cannot drop CAP_DAC_OVERRIDE to be refused")
     theirs = tmp_path / "theirs"
     theirs.mkdir()
-    os.chown(theirs, OTHER_UID, OTHER_UID)
+    _give_away(theirs)
     results = tmp_path / "results.csv"
     results.write_text("name,metric,value\na,m,1\n")
     drop = ["setpriv", "--inh-caps=-dac_override,-dac_read_search", "--bounding-set=-dac_override,-dac_read_search"]
