@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from parallel import assign_groups, machine_share
 
 REPO = Path(__file__).resolve().parents[1]

@@ -7,7 +7,9 @@ rules keep that safe and short:
 
 - **A file is one unit of work** (its xdist group), so a module's fixtures are built once.
   Files that share an expensive session fixture, or a service that two copies of would
-  fight over (a local Ray), form one group.
+  fight over (a local Ray), form one group; so do the pages whose examples run
+  (README.md, docs/), which share one folder and harness cache per process
+  (tests/doc_examples.py): in one worker the cache's C++ runtime and PCH are built once.
 - **The slowest groups start first** (``SLOWEST``, longest first), so the run does not
   end with one long file alone on one core.
 - **A test marked ``alone`` runs with nothing beside it**: every test holds a shared lock
@@ -47,6 +49,7 @@ SLOWEST = (
     "tests/test_ab_runs.py",
     "tests/workers/test_kept_worker.py",
     "core_build",
+    "docs",
     "tests/measure/callgrind/test_callgrind_runs.py",
     "tests/suites/compile_time/test_compile_time_callgrind.py",
     "layers_run",
@@ -64,6 +67,8 @@ def group_of(item: pytest.Item, root: Path) -> str:
         path = item.path.resolve().relative_to(root).as_posix()
     except ValueError:
         path = str(item.path)
+    if path.endswith(".md"):
+        return "docs"
     return SHARED_GROUPS.get(path, path)
 
 
