@@ -87,32 +87,35 @@ def test_migration_from_the_first_schema(tmp_path: Path):
         assert conn.execute("SELECT value FROM harness_history WHERE key = 'version'").fetchone()[0] == str(schema.VERSION)
 
 
-def _refused(cli, db: Path, *expected: str) -> None:
+def _refused(capsys, db: Path, *expected: str) -> None:
+    from harness.cli import main
+
     before = db.read_bytes()
-    r = cli("history", "show", "--history", str(db))
-    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert main(["history", "show", "--history", str(db)]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err, err
     for text in (str(db), *expected):
-        assert text in r.stderr, r.stderr
+        assert text in err, err
     assert db.read_bytes() == before  # never replaced, never written to
 
 
-def test_newer_foreign_and_damaged_databases_are_refused_with_their_path(tmp_path: Path, cli):
+def test_newer_foreign_and_damaged_databases_are_refused_with_their_path(tmp_path: Path, capsys):
     newer = tmp_path / "newer.sqlite"
     open_history(newer).close()
     conn = sqlite3.connect(newer)
     with conn:
         conn.execute("UPDATE harness_history SET value = '99' WHERE key = 'version'")
     conn.close()  # the last connection checkpoints the WAL into the file
-    _refused(cli, newer, "schema version 99, newer than version 2", "upgrade harness")
+    _refused(capsys, newer, "schema version 99, newer than version 2", "upgrade harness")
 
     foreign = tmp_path / "other.sqlite"
     with sqlite3.connect(foreign) as conn:
         conn.execute("CREATE TABLE users (name TEXT)")
-    _refused(cli, foreign, "not a harness history", "users")
+    _refused(capsys, foreign, "not a harness history", "users")
 
     damaged = tmp_path / "damaged.sqlite"
     damaged.write_bytes(b"this is not a database at all\n" * 200)
-    _refused(cli, damaged, "not a readable SQLite database")
+    _refused(capsys, damaged, "not a readable SQLite database")
 
     with pytest.raises(UsageError, match="is a directory"):
         open_history(tmp_path)

@@ -29,11 +29,22 @@ def _hover_titles(page: str) -> list[str]:
     return [html.unescape(t) for t in re.findall(r'<circle class="point"[^>]*><title>(.*?)</title>', page, re.S)]
 
 
-def test_plot_html_has_a_chart_per_benchmark_with_hover_and_steps(history_db: Path, tmp_path: Path, cli):
-    out = tmp_path / "trends.html"
-    r = cli("history", "show", "--history", str(history_db), "--plot", str(out))
-    assert r.returncode == 0, r.stderr
-    page = out.read_text()
+@pytest.fixture(scope="module")
+def trends_page(history_db: Path) -> Path:
+    """`history show --plot trends.html`, run in this process (the command's parsing and writing are the
+    same; a process of its own would only add the imports)."""
+    from harness.cli import main
+
+    out = history_db.parent / "trends.html"
+    assert main(["history", "show", "--history", str(history_db), "--plot", str(out)]) == 0
+    return out
+
+
+def test_plot_html_has_a_chart_per_benchmark_with_hover_and_steps(history_db: Path, trends_page: Path,
+                                                                  tmp_path: Path, capsys):
+    from harness.cli import main
+
+    page = trends_page.read_text()
     assert page.count('class="plot trend"') == 3 and 'id="trends"' in page
     titles = _hover_titles(page)
     assert len(titles) == 3 * 50  # a tooltip over every point
@@ -42,25 +53,26 @@ def test_plot_html_has_a_chart_per_benchmark_with_hover_and_steps(history_db: Pa
     assert "+2.0%" in page  # the count's step
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page)  # nothing fetched
     png = tmp_path / "trends.png"
-    assert cli("history", "show", "--history", str(history_db), "--plot", str(png), "-k", "mul").returncode == 0
+    assert main(["history", "show", "--history", str(history_db), "--plot", str(png), "-k", "mul"]) == 0
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     blocker = tmp_path / "file"
     blocker.write_text("")
-    bad = cli("history", "show", "--history", str(history_db), "--plot", str(blocker / "t.png"), "-k", "mul")
-    assert bad.returncode == 2 and f"{blocker / 't.png'}: cannot write the plot" in bad.stderr, bad.stderr
-    assert "Traceback" not in bad.stderr
+    capsys.readouterr()
+    assert main(["history", "show", "--history", str(history_db), "--plot", str(blocker / "t.png"), "-k", "mul"]) == 2
+    err = capsys.readouterr().err
+    assert f"{blocker / 't.png'}: cannot write the plot" in err and "Traceback" not in err, err
 
 
 def test_report_gains_trends_of_the_records_given():
-    page = build_report([(f"r{i}.json", run(i)) for i in range(45)])
+    page = build_report([(f"r{i}.json", run(i, step_at=4)) for i in range(8)])
     assert 'id="trends"' in page and page.count('class="plot trend"') == 3
-    assert len(_hover_titles(page)) == 3 * 45
+    assert len(_hover_titles(page)) == 3 * 8
+    assert "+2.0%" in page  # the count's step at run 4 of 8, marked
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="Chromium not installed (bash scripts/setup.sh --test installs it)")
-def test_trends_page_renders_in_headless_chromium(history_db: Path, tmp_path: Path, cli):
-    out = tmp_path / "trends.html"
-    assert cli("history", "show", "--history", str(history_db), "--plot", str(out)).returncode == 0
+def test_trends_page_renders_in_headless_chromium(trends_page: Path, tmp_path: Path):
+    out = trends_page
     dom = _chromium(tmp_path, out, "--dump-dom")
     assert dom.returncode == 0 and "Uncaught" not in dom.stderr, dom.stderr[-2000:]
     assert re.search(r'id="script-status" data-ready="1">interactive<', dom.stdout)
