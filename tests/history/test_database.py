@@ -32,19 +32,21 @@ def _counts(path: Path) -> tuple[int, int, str]:
     return runs, results, check
 
 
-def test_store_keeps_every_part_of_a_run_and_import_is_idempotent(tmp_path: Path, cli):
+def test_store_keeps_every_part_of_a_run_and_import_is_idempotent(tmp_path: Path, capsys):
+    from harness.cli import main
+
     db = tmp_path / "h.sqlite"
     save(run(0), tmp_path / "r0.json")
     for i in (1, 2):
         save(run(i), tmp_path / "runs.jsonl")
     save(run(3), tmp_path / "r3.csv")
     save(run(0), tmp_path / "copy.jsonl")  # run 0 again, in another format
-    first = cli("history", "import", *(str(tmp_path / n) for n in ("r0.json", "runs.jsonl", "r3.csv", "copy.jsonl")),
-                "--history", str(db))
-    assert first.returncode == 0, first.stderr
-    assert "runs.jsonl: 2 run(s) added" in first.stdout and "copy.jsonl: 0 run(s) added, 1 already kept" in first.stdout
-    again = cli("history", "import", str(tmp_path / "runs.jsonl"), "--history", str(db))
-    assert "0 run(s) added, 2 already kept" in again.stdout
+    names = ("r0.json", "runs.jsonl", "r3.csv", "copy.jsonl")
+    assert main(["history", "import", *(str(tmp_path / n) for n in names), "--history", str(db)]) == 0
+    out = capsys.readouterr().out
+    assert "runs.jsonl: 2 run(s) added" in out and "copy.jsonl: 0 run(s) added, 1 already kept" in out
+    assert main(["history", "import", str(tmp_path / "runs.jsonl"), "--history", str(db)]) == 0
+    assert "0 run(s) added, 2 already kept" in capsys.readouterr().out
     assert _counts(db) == (4, 12, "ok")
     with open_history(db) as history:
         trends = query.load(history)
