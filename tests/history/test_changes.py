@@ -33,20 +33,22 @@ def stepped(tmp_path_factory) -> Path:
     return db
 
 
-def test_known_step_is_found_at_its_run_with_what_moved(stepped: Path, cli):
+def test_known_step_is_found_at_its_run_with_what_moved(stepped: Path, capsys):
+    from harness.cli import main
+
     with open_history(stepped) as history:
         changes = find_changes(query.load(history))
     assert {(c.benchmark.full_name, c.after.label, c.before.label) for c in changes} == {
         ("ops/add", f"v{STEP_AT}", f"v{STEP_AT - 1}"), ("ops/add [instructions]", f"v{STEP_AT}", f"v{STEP_AT - 1}")}
     counted = next(c for c in changes if c.benchmark.mode == "instructions")
     assert counted.step.change == pytest.approx(0.02, rel=0.01) and counted.worse
-    r = cli("history", "changes", "--history", str(stepped), env={"COLUMNS": "400"})
-    assert r.returncode == 0, r.stderr
-    row = next(line for line in r.stdout.splitlines() if "[instructions]" in line)
+    assert main(["history", "changes", "--history", str(stepped)]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if "[instructions]" in line)
     assert "+2.0%" in row and f"v{STEP_AT - 1}" in row and f"v{STEP_AT} " in row
-    flat = re.sub(r"[\s│]+", " ", r.stdout)  # the last column wraps onto lines of its own
+    flat = re.sub(r"[\s│]+", " ", out)  # the last column wraps onto lines of its own
     assert "dispatcher +20,000" in flat and "c10::Dispatcher::call +12,000" in flat  # why: layer and function
-    assert "ops/mul" not in r.stdout
+    assert "ops/mul" not in out
 
 
 def test_show_table_and_order_by_label(stepped: Path, cli):
@@ -92,7 +94,7 @@ def test_fail_on_regression_gates_the_newest_run(tmp_path: Path, cli, capsys):
     assert "--plot belongs to `history show`" in capsys.readouterr().err
 
 
-def test_bench_history_stores_the_run_with_its_label(tmp_path: Path, cli):
+def test_bench_history_stores_the_run_with_its_label(tmp_path: Path, cli, capsys):
     from conftest import suite_root
 
     root = suite_root(tmp_path, "tiny", SUITE)
@@ -101,8 +103,10 @@ def test_bench_history_stores_the_run_with_its_label(tmp_path: Path, cli):
             "--label", "nightly-1", "-o", str(tmp_path / "run.json"), cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert f"run stored in the history {db}" in r.stderr
-    again = cli("history", "import", str(tmp_path / "run.json"), "--history", str(db))
-    assert "0 run(s) added, 1 already kept" in again.stdout  # bench's run and its record are one run
+    from harness.cli import main
+
+    assert main(["history", "import", str(tmp_path / "run.json"), "--history", str(db)]) == 0
+    assert "0 run(s) added, 1 already kept" in capsys.readouterr().out  # bench's run and its record: one run
     with open_history(db) as history:
         trends = query.load(history)
     assert [r.label for r in trends.runs] == ["nightly-1"] and trends.benchmarks[0].full_name == "tiny/noop"
