@@ -73,19 +73,21 @@ def server() -> Iterator[str]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def test_import_show_and_changes_against_postgresql(server: str, tmp_path: Path, cli):
+def test_import_show_and_changes_against_postgresql(server: str, tmp_path: Path, capsys):
+    from harness.cli import main
+
     for i in range(45):
         save(run(i), tmp_path / "runs.jsonl")
-    first = cli("history", "import", str(tmp_path / "runs.jsonl"), "--history", server)
-    assert first.returncode == 0 and "45 run(s) added" in first.stdout, first.stderr
-    again = cli("history", "import", str(tmp_path / "runs.jsonl"), "--history", server)
-    assert "0 run(s) added, 45 already kept" in again.stdout, again.stderr
-    assert "postgresql+psycopg://harness@127.0.0.1" in again.stdout
-    shown = cli("history", "show", "--history", server, env={"COLUMNS": "200"})
-    assert shown.returncode == 0 and "45 runs in" in shown.stdout, shown.stderr
-    changes = cli("history", "changes", "--history", server, "--fail-on-regression", "1", env={"COLUMNS": "300"})
-    assert changes.returncode == 1, changes.stderr  # the newest runs sit at the level after the step
-    assert f"v{STEP_AT - 1}" in changes.stdout and f"v{STEP_AT}" in changes.stdout
+    assert main(["history", "import", str(tmp_path / "runs.jsonl"), "--history", server]) == 0
+    assert "45 run(s) added" in capsys.readouterr().out
+    assert main(["history", "import", str(tmp_path / "runs.jsonl"), "--history", server]) == 0
+    again = capsys.readouterr().out
+    assert "0 run(s) added, 45 already kept" in again and "postgresql+psycopg://harness@127.0.0.1" in again
+    assert main(["history", "show", "--history", server]) == 0
+    assert "45 runs in" in capsys.readouterr().out
+    assert main(["history", "changes", "--history", server, "--fail-on-regression", "1"]) == 1  # newest: after the step
+    out = capsys.readouterr().out
+    assert f"v{STEP_AT - 1}" in out and f"v{STEP_AT}" in out
 
 
 def test_concurrent_writers_on_postgresql_keep_every_run(server: str, tmp_path: Path):
