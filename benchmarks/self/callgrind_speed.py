@@ -139,6 +139,9 @@ def main() -> None:
     parser.add_argument("--torch-statements", type=int, default=3, help="torch: statements actually measured")
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()
+    # (1) is the cold start of a process: a kept worker (the default) would make it warm.
+    # Warm counts, kept workers against torch's: benchmarks/self/kept_worker.py.
+    os.environ["HARNESS_KEEP_WORKER"] = "0"
     os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
     statements = STATEMENTS[: args.statements]
     n_torch = min(args.torch_statements, len(statements))

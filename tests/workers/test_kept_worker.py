@@ -132,7 +132,8 @@ def test_next_run_reuses_the_kept_worker_and_a_busy_one_is_not_shared(short_tmp:
     finally:
         os.close(lock_fd)
     assert busy["type"] == "WorkerProcess"
-    assert busy["counts"] == first["counts"]  # a run's own worker counts exactly like a kept one
+    # A run's own worker counts like a kept one (docs/instruction-counts.md: within 0.20%).
+    assert abs(busy["denoised"] - first["denoised"]) / first["denoised"] <= 0.002
 
     # Another setting (here the environment) gets a worker of its own.
     other = _run_script(short_tmp, OMP_NUM_THREADS="1")
@@ -141,7 +142,8 @@ def test_next_run_reuses_the_kept_worker_and_a_busy_one_is_not_shared(short_tmp:
     # A damaged directory heals: the worker killed, its socket replaced by junk, a cut-off dump
     # beside it. The next run starts a new worker there (one line on stderr) and counts the same.
     directory = Path(first["dir"])
-    os.kill(first["server"], signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError):  # (gone already where harness's sources changed meanwhile)
+        os.kill(first["server"], signal.SIGKILL)
     (directory / "sock").unlink()
     (directory / "sock").write_bytes(b"\x00junk")
     (directory / "callgrind.out.1").write_text("# callgrind format\nversion: 1\ncre")

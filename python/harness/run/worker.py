@@ -34,8 +34,7 @@ def serve_spec(spec: str) -> int:
 
     Everything up to the zygote's fork is the same for both, SPEC read only
     after it: what start-up allocates is the heap every count starts from,
-    and a run's own worker and a kept one must count alike (parsed first,
-    the socket's path and the idle time moved a count by 4 instructions).
+    and a run's own worker and a kept one must count alike.
     """
     # Imports after the redirect so even import-time prints stay off the pipe.
     from harness.run import dispatch  # noqa: F401 - loaded before saying ready
