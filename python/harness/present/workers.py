@@ -19,12 +19,14 @@ def _duration(seconds: float) -> str:
 
 def describe(worker: dict[str, Any]) -> str:
     """One worker: pid, age, idle limit, memory, fingerprint (harness sources, env digest), where it serves."""
-    torch = worker.get("torch") or ["-"]
+    # (torch's fingerprint: [[its __init__.py, size, modification time]])
+    found = worker.get("torch") or [["-"]]
+    torch = str(found[0][0]).removesuffix("/__init__.py")
     return (
         f"pid {worker['server']}  age {_duration(worker['age'])}  exits after {worker['idle_timeout']:g} s idle  "
         f"memory {worker['memory'] / 2**20:.0f} MiB  harness {str(worker.get('harness'))[:12]}  "
         f"env {worker.get('env')}  slot {worker.get('slot')}\n"
-        f"    python {worker.get('python')}  torch {torch[0]}\n"
+        f"    python {worker.get('python')}  torch {torch}\n"
         f"    cwd {worker.get('cwd')}  in {worker['directory']}"
     )
 
