@@ -198,7 +198,7 @@ def stats_from_result(result: TaskResult, spec: Any, number: int, retain_out_fil
         base_excl = FunctionCounts.from_mapping(base["exclusive"], inclusive=False)
     else:
         base_incl, base_excl = empty_counts(True), empty_counts(False)
-    debug = built_with_debug_symbols()
+    debug = data["debug_symbols"] if "debug_symbols" in data else built_with_debug_symbols()
     return tuple(
         CallgrindStats(
             task_spec=spec,
