@@ -8,10 +8,12 @@ so each (re)start takes seconds), one Timer.collect_callgrind worker
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -24,6 +26,7 @@ from harness.measure.callgrind.collect import shared_worker
 from harness.measure.counters.choice import get_counter
 from harness.model.task import Task
 from harness.workers.pool import WorkerPool
+from harness.workers.private_dir import FRESH_PREFIX
 
 pytestmark = pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
 
@@ -211,6 +214,9 @@ def test_cpp_statement_counts_are_identical():
 
 
 # Last of the collect_callgrind tests: it ends this process's callgrind worker.
+# Alone: torch's `callgrind_control --stat` talks to every callgrind process on the machine (vgdb),
+# and would reach the other xdist worker's.
+@pytest.mark.alone
 def test_module_scope_counts_the_way_torch_does(monkeypatch):
     """scope="module" is torch's layout, so its counts agree with torch's collect_callgrind (within 3%)."""
     import os
@@ -274,9 +280,11 @@ def test_ctrl_c_removes_callgrind_files(tmp_path: Path, sig, code):
             """
         )
     )
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
-    env = {**__import__("os").environ, "TMPDIR": str(tmp)}
+    # A short TMPDIR of the test's own: workers' directories live under it only while it is short
+    # (workers/private_dir.py: a socket's path has room for ~100 bytes), in harness-$UID/workers/.
+    tmp = Path(tempfile.mkdtemp(prefix="hct", dir="/tmp"))
+    dumps = tmp / f"harness-{os.getuid()}" / "workers"
+    env = {**os.environ, "TMPDIR": str(tmp)}
     proc = subprocess.Popen(
         [sys.executable, "-m", "harness", "bench", "--path", str(root), "--mode", "instructions", "--counter", "callgrind"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
@@ -285,18 +293,23 @@ def test_ctrl_c_removes_callgrind_files(tmp_path: Path, sig, code):
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not list(tmp.glob("harness-callgrind-*/valgrind.*.log")):
-        time.sleep(0.2)
-    assert list(tmp.glob("harness-callgrind-*")), "the worker never started"
-    time.sleep(1)
-    proc.send_signal(sig)
-    _, stderr = proc.communicate(timeout=60)
-    assert proc.returncode == code, stderr
-    assert not list(tmp.glob("harness-callgrind-*"))
-    # Its valgrind'ed worker, which was still importing torch or already running the task, is gone too.
-    time.sleep(0.5)
-    leftover = subprocess.run(["pgrep", "-f", f"callgrind-out-file={tmp}"], capture_output=True, text=True).stdout
-    assert not leftover.split(), "a valgrind'ed worker outlived the run"
+    try:
+        while time.monotonic() < deadline and not list(dumps.glob(f"{FRESH_PREFIX}*/valgrind.*.log")):
+            time.sleep(0.2)
+        assert list(dumps.glob(f"{FRESH_PREFIX}*")), "the worker never started"
+        time.sleep(1)
+        proc.send_signal(sig)
+        _, stderr = proc.communicate(timeout=60)
+        assert proc.returncode == code, stderr
+        assert not list(dumps.glob(f"{FRESH_PREFIX}*"))
+        # Its valgrind'ed worker, which was still importing torch or already running the task, is gone too.
+        time.sleep(0.5)
+        leftover = subprocess.run(["pgrep", "-f", f"callgrind-out-file={tmp}"], capture_output=True, text=True).stdout
+        assert not leftover.split(), "a valgrind'ed worker outlived the run"
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 _OWNER = """
