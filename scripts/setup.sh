@@ -55,28 +55,27 @@ if ! .venv/bin/python -m harness.measure.cpp.pch --prepare; then
   echo "setup: note: precompiling failed; the first C++ statement will build the runtime and PCH itself"
 fi
 
+# A test-only Debian package: present, else installed with apt-get where this is root, else a note
+# saying which tests will skip. Arguments: package, a command that finds it, what it is for, the skip.
+test_package() {
+  local package=$1 present=$2 purpose=$3 skipped=$4
+  if eval "$present" >/dev/null 2>&1; then
+    echo "setup: $package present ($purpose)"
+  elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "setup: installing $package with apt-get (test-only: $purpose)"
+    if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$package" >/dev/null; }; then
+      echo "setup: note: installing $package failed; $skipped will be skipped"
+    fi
+  else
+    echo "setup: note: $package is not installed and cannot be installed here (needs root and apt-get);"
+    echo "setup:       $skipped will be skipped (install the '$package' package to run it)"
+  fi
+}
+
 if [ "$TEST_TOOLS" = 1 ]; then
-  if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then
-    echo "setup: chromium present (report render test)"
-  elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "setup: installing chromium with apt-get (test-only: renders the HTML report)"
-    if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }; then
-      echo "setup: note: installing chromium failed; the report's browser render test will be skipped"
-    fi
-  else
-    echo "setup: note: chromium is not installed and cannot be installed here (needs root and apt-get);"
-    echo "setup:       the report's browser render test will be skipped (install the 'chromium' package to run it)"
-  fi
+  test_package chromium "command -v chromium || command -v chromium-browser" \
+    "renders the HTML report" "the report's browser render test"
   # PostgreSQL's server programs (initdb, pg_ctl): the history test starts a throwaway cluster with them.
-  if command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
-    echo "setup: postgresql present (history server test)"
-  elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "setup: installing postgresql with apt-get (test-only: the history database on a server)"
-    if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; }; then
-      echo "setup: note: installing postgresql failed; the history's PostgreSQL test will be skipped"
-    fi
-  else
-    echo "setup: note: postgresql is not installed and cannot be installed here (needs root and apt-get);"
-    echo "setup:       the history's PostgreSQL test will be skipped (install the 'postgresql' package to run it)"
-  fi
+  test_package postgresql "command -v initdb || ls /usr/lib/postgresql/*/bin/initdb" \
+    "the history database on a server" "the history's PostgreSQL test"
 fi
