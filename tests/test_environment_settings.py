@@ -38,6 +38,7 @@ TINY_RUN = "tests/suites/gpt_fast/test_gpt_fast_suite.py::test_cli_only_with_csv
 HISTORY_ENV_TEST = "tests/history/test_location.py::test_harness_history"
 XDG_DATA_TEST = "tests/history/test_location.py::test_xdg_data_home"
 KILL_STEPS = "tests/files/test_kill_steps.py::test_sigkill_at_each_step_keeps_the_earlier_content"
+TMPDIR_TEST = "tests/workers/test_kept_lifecycle.py::test_tmpdir_places_the_workers_directory"
 
 # variable -> setting (as the doc labels it, backticks dropped) -> the tests of it.
 SETTINGS: dict[str, dict[str, tuple[str, ...]]] = {
@@ -87,6 +88,7 @@ SETTINGS: dict[str, dict[str, tuple[str, ...]]] = {
     "PYTHON": {"INTERPRETER": ("test_setup_python",), "unset or empty": ("test_setup_python",)},
     "HARNESS_HISTORY": {"PATH or URL": (HISTORY_ENV_TEST,), "unset or empty": (HISTORY_ENV_TEST,)},
     "XDG_DATA_HOME": {"DIR": (XDG_DATA_TEST,), "unset or empty": (XDG_DATA_TEST,)},
+    "TMPDIR": {"DIR": (TMPDIR_TEST,), "unset or empty": (TMPDIR_TEST,)},
 }
 
 

@@ -96,8 +96,7 @@ def main() -> None:
         configs["serial, warm"] = RunOptions(keep_worker=900, **common)
         configs["--jobs 2, warm"] = RunOptions(jobs=2, keep_worker=900, **common)
     private = tempfile.mkdtemp(prefix="hsc", dir="/tmp")
-    # Set, not read: this process and its workers make their private directories there.
-    os.environ.update(TMPDIR=private)
+    os.environ["TMPDIR"] = private
     tempfile.tempdir = None
     try:
         if args.warm:

@@ -61,6 +61,7 @@ HISTORY_ENV = "HARNESS_HISTORY"
 KEEP_WORKER_ENV = "HARNESS_KEEP_WORKER"
 PCH_LOG_ENV = "HARNESS_PCH_LOG"
 TEST_KILL_AT_ENV = "HARNESS_TEST_KILL_AT"
+TMPDIR_ENV = "TMPDIR"  # read by Python's tempfile, on harness's behalf (workers.private_dir)
 # The steps of an atomic write (files.atomic) where HARNESS_TEST_KILL_AT makes the writer SIGKILL itself.
 TEST_KILL_POINTS = ("temporary", "fsync", "rename")
 XDG_CACHE_HOME_ENV = "XDG_CACHE_HOME"
@@ -109,6 +110,11 @@ ENVIRONMENT: dict[str, tuple[str, str]] = {
     PCH_LOG_ENV: ("set by harness",
                   "in the background PCH builder: the file its own output goes to (pch_build.out beside the PCH, "
                   "while a failed compile's messages go to failed.json there)"),
+    TMPDIR_ENV: ("/tmp",
+                 "DIR: counting workers' private directories (a kept worker's socket, lock and logs, a run's "
+                 "callgrind dumps) are made in DIR/harness-$UID/workers when DIR/harness-$UID has at most 50 "
+                 "characters (a socket's path has room for ~100 bytes), else in /tmp/harness-$UID/workers; "
+                 "unset or empty: /tmp"),
     TEST_KILL_AT_ENV: ("unset",
                        "temporary: (a test hook) every atomic write (files.atomic) SIGKILLs its own process before "
                        "making its temporary file; fsync: after the temporary file's content is synced, before it "

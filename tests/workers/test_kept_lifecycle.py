@@ -149,3 +149,27 @@ def test_listed_stopped_and_a_stale_one_replaced(short_tmp: Path):
     assert new._server.wait(timeout=10) == -9
     assert kept_workers() == []
     assert _cli("workers").stdout.startswith("no kept instruction-counting workers")
+
+
+_ROOT_OF_WORKERS = "from harness.workers.private_dir import workers_dir; print(workers_dir())"
+
+
+def test_tmpdir_places_the_workers_directory(short_tmp: Path):
+    """TMPDIR (read by Python's tempfile) holds harness-$UID/workers while it is short; a long one, or none,
+    gives /tmp's. Real processes, as a user's shell starts them."""
+    uid = os.getuid()
+
+    def where(**env: str | None) -> str:
+        full = {k: v for k, v in os.environ.items() if k != "TMPDIR"}
+        full.update({k: v for k, v in env.items() if v is not None})
+        r = subprocess.run([sys.executable, "-c", _ROOT_OF_WORKERS], env=full, capture_output=True, text=True,
+                           timeout=120)
+        assert r.returncode == 0, r.stderr
+        return r.stdout.strip()
+
+    assert where(TMPDIR=str(short_tmp)) == f"{short_tmp}/harness-{uid}/workers"
+    assert (short_tmp / f"harness-{uid}" / "workers").is_dir()
+    long = short_tmp / ("d" * 60)
+    long.mkdir()
+    assert where(TMPDIR=str(long)) == f"/tmp/harness-{uid}/workers"
+    assert where(TMPDIR=None) == where(TMPDIR="") == f"/tmp/harness-{uid}/workers"
