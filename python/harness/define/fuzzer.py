@@ -79,31 +79,18 @@ def _corrected(module: ModuleType) -> Iterator[None]:
             module.FuzzedParameter = original
 
 
-class BinaryOpFuzzer(binary.BinaryOpFuzzer):
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        with _corrected(binary):
-            super().__init__(*args, **kwargs)
+def _corrected_class(base: type, module: ModuleType) -> type:
+    """torch's op fuzzer ``base`` (of ``module``), built with the corrected ``FuzzedParameter``."""
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        with _corrected(module):
+            base.__init__(self, *args, **kwargs)
+
+    return type(base.__name__, (base,), {"__init__": __init__, "__module__": __name__, "__doc__": base.__doc__})
 
 
-class UnaryOpFuzzer(unary.UnaryOpFuzzer):
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        with _corrected(unary):
-            super().__init__(*args, **kwargs)
-
-
-class SpectralOpFuzzer(spectral.SpectralOpFuzzer):
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        with _corrected(spectral):
-            super().__init__(*args, **kwargs)
-
-
-class BinaryOpSparseFuzzer(sparse_binary.BinaryOpSparseFuzzer):
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        with _corrected(sparse_binary):
-            super().__init__(*args, **kwargs)
-
-
-class UnaryOpSparseFuzzer(sparse_unary.UnaryOpSparseFuzzer):
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        with _corrected(sparse_unary):
-            super().__init__(*args, **kwargs)
+BinaryOpFuzzer = _corrected_class(binary.BinaryOpFuzzer, binary)
+UnaryOpFuzzer = _corrected_class(unary.UnaryOpFuzzer, unary)
+SpectralOpFuzzer = _corrected_class(spectral.SpectralOpFuzzer, spectral)
+BinaryOpSparseFuzzer = _corrected_class(sparse_binary.BinaryOpSparseFuzzer, sparse_binary)
+UnaryOpSparseFuzzer = _corrected_class(sparse_unary.UnaryOpSparseFuzzer, sparse_unary)
