@@ -41,7 +41,6 @@ SHARED_GROUPS = {
 # Groups longest first, from the files' own measured costs (their docstrings) on the 2-core VM;
 # groups not named here follow in collection order. Rerun `pytest -n 0 --durations=0` to refresh.
 SLOWEST = (
-    "docs",  # the pages' examples: their nine slowest alone took 8 minutes in the first CI run on two workers
     "ray",
     "tests/measure/cpp/test_cpp_include_sets.py",
     "tests/measure/cpp/test_cpp_cache_damage.py",
@@ -50,6 +49,7 @@ SLOWEST = (
     "tests/test_ab_runs.py",
     "tests/workers/test_kept_worker.py",
     "core_build",
+    "docs",
     "tests/measure/callgrind/test_callgrind_runs.py",
     "tests/suites/compile_time/test_compile_time_callgrind.py",
     "layers_run",

@@ -237,12 +237,13 @@ def test_module_scope_counts_the_way_torch_does(monkeypatch):
     shared_worker().close()
     # torch launches `python` from PATH; this interpreter must be the one it finds.
     monkeypatch.setenv("PATH", os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
-    for attempt in range(2):  # torch's own `callgrind_control --stat` check fails now and then when busy
+    attempts = 4  # torch's own `callgrind_control --stat` check fails now and then when busy (twice in a row once)
+    for attempt in range(attempts):
         try:
             theirs = tb.Timer(stmt, setup=setup).collect_callgrind(number=100)
             break
         except OSError as exc:
-            if attempt or "does not appear to be running callgrind" not in str(exc):
+            if attempt == attempts - 1 or "does not appear to be running callgrind" not in str(exc):
                 raise
     ratio = _denoised(module[0]) / _denoised(theirs)
     assert 0.97 < ratio < 1.03, (ratio, _denoised(module[0]), _denoised(theirs))

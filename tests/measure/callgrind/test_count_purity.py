@@ -124,11 +124,16 @@ def kept_counts(root) -> list[dict[str, float]]:
         shutil.rmtree(short, ignore_errors=True)
 
 
-def test_a_cpp_statement_counts_the_same_whatever_the_cache_path(kept_counts):
-    """A run's own worker loading its C++ statement through a path 29 characters longer counts exactly
-    the same, Python and C++ (before: a C++ statement -0.69% to +1.9% with a cache path of another length)."""
+def test_a_cpp_statement_counts_within_bounds_whatever_the_cache_path(kept_counts):
+    """A run's own worker loading its C++ statement through a path 29 characters longer: the module's path
+    no longer enters the count (loaded as /proc/self/fd/N), but HARNESS_CACHE_DIR itself is in the worker's
+    environment, whose size shifts the stack the count starts from. Equal in the first CI run of this test;
+    in the second, Python +0.05% and C++ +2.45%. Bounds as for a separate process (docs/instruction-counts.md)."""
     longer, same = kept_counts[:2]
-    assert longer == same and same["e_cpp"] > 0
+    assert same["e_cpp"] > 0 and longer.keys() == same.keys()
+    for name, count in same.items():
+        bound = 0.035 if name == "e_cpp" else 0.0015
+        assert abs(longer[name] - count) <= bound * count, (name, longer[name], count)
 
 
 def test_a_kept_worker_counts_like_a_fresh_one(kept_counts):
