@@ -23,6 +23,8 @@ import dataclasses
 import json
 import math
 import os
+import sqlite3
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -129,8 +131,16 @@ class History:
                 raw = self.engine.raw_connection()  # outside a transaction, as the journal mode must be set
                 try:
                     cursor = raw.cursor()
-                    if cursor.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-                        cursor.execute("PRAGMA journal_mode=WAL")
+                    # Switching to WAL needs the file to itself, and SQLite answers "locked" at once rather
+                    # than through the busy timeout while other first writers hold it: try again until then.
+                    deadline = time.monotonic() + BUSY_SECONDS
+                    while cursor.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                        try:
+                            cursor.execute("PRAGMA journal_mode=WAL")
+                        except sqlite3.OperationalError as exc:
+                            if "locked" not in str(exc) or time.monotonic() > deadline:
+                                raise
+                            time.sleep(0.05)
                 finally:
                     raw.close()
 
