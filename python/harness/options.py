@@ -72,7 +72,8 @@ XDG_DATA_HOME_ENV = "XDG_DATA_HOME"
 ENVIRONMENT: dict[str, tuple[str, str]] = {
     CACHE_DIR_ENV: ("$XDG_CACHE_HOME/harness",
                     "DIR: the per-user cache root (compiled core, C++ statements, PCH, TorchScript files, "
-                    "measured peaks), created with mode 0700; unset or empty: $XDG_CACHE_HOME/harness; "
+                    "measured peaks), created with mode 0700 (an instruction-counting worker reaches it through "
+                    "a link in its own directory, a path of one length, so the cache's path does not move counts); unset or empty: $XDG_CACHE_HOME/harness; "
                     "a DIR that cannot be created: an error"),
     XDG_CACHE_HOME_ENV: ("~/.cache",
                          "DIR: the cache root is DIR/harness when HARNESS_CACHE_DIR is unset or empty; "

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
-from harness.files.oserrors import owned, refuse_foreign
+from harness.files.oserrors import PathError, owned, refuse_foreign
 from harness.options import CACHE_DIR_ENV, XDG_CACHE_HOME_ENV, env
 
 
@@ -48,6 +49,31 @@ def cache_root() -> Path:
     """
     root, _ = configured_root()
     return ensure_private_dir(root, what="the harness cache")
+
+
+def link_to_root(link: Path) -> bool:
+    """Make ``link`` a symbolic link to the cache root (created first); False where the root cannot be used.
+
+    A counting worker reaches the cache through such a link in its own
+    directory, whose path has one length whatever the cache's: the cache's path
+    is in the worker's environment and in every path the worker builds, and
+    their lengths moved counts (``y = x * w`` +0.1% with the cache 24 to 32
+    characters further away, a C++ statement +2.45% in CI). The link is
+    replaced atomically, so a worker starting beside this never sees it missing.
+    """
+    try:
+        target = os.path.abspath(cache_root())
+    except PathError:
+        return False  # the worker reports it, with the real path, if it ever needs the cache
+    with contextlib.suppress(OSError):
+        if os.readlink(link) == target:
+            return True
+    pending = link.with_name(f".{link.name}.{os.getpid()}.tmp")
+    with contextlib.suppress(FileNotFoundError):
+        pending.unlink()
+    os.symlink(target, pending)
+    os.replace(pending, link)
+    return True
 
 
 def ensure_private_dir(path: Path, fix: str | None = None, what: str = "a private harness directory") -> Path:

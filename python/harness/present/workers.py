@@ -26,7 +26,7 @@ def describe(worker: dict[str, Any]) -> str:
         f"pid {worker['server']}  age {_duration(worker['age'])}  exits after {worker['idle_timeout']:g} s idle  "
         f"memory {worker['memory'] / 2**20:.0f} MiB  harness {str(worker.get('harness'))[:12]}  "
         f"env {worker.get('env')}  slot {worker.get('slot')}\n"
-        f"    python {worker.get('python')}  torch {torch}\n"
+        f"    python {worker.get('python')}  torch {torch}  cache {worker.get('cache', '-')}\n"
         f"    cwd {worker.get('cwd')}  in {worker['directory']}"
     )
 

@@ -40,7 +40,7 @@ from typing import Any
 from harness._version import __version__
 from harness.model.result import TaskResult
 from harness.model.task import Task
-from harness.workers.private_dir import private_directory, workers_dir
+from harness.workers.private_dir import CACHE_LINK, private_directory, workers_dir
 from harness.workers.process import VOLATILE_ENV, serve_args, worker_env
 from harness.workers.protocol import (
     STDERR_TAIL_BYTES,
@@ -358,10 +358,11 @@ def _wait_for_server(path: Path, popen: subprocess.Popen, start_timeout: float) 
 def _remove_stale_files(directory: Path) -> None:
     """What earlier workers of this directory left (their final callgrind dump, logs, the socket).
 
-    Called under the lock with no server answering, so none of it is in use.
+    Called under the lock with no server answering, so none of it is in use. The lock and the
+    link to the cache (made by the client for the worker it starts) stay.
     """
     for p in directory.iterdir():
-        if p.name != "lock":
+        if p.name not in ("lock", CACHE_LINK):
             with contextlib.suppress(OSError):
                 p.unlink()
 

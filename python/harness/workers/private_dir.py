@@ -107,6 +107,10 @@ def worker_dir(name: str) -> Path:
     return base / (name * (1 + room // max(1, len(name))))[:room]
 
 
+# In every worker directory: a symbolic link to the cache root, the worker's HARNESS_CACHE_DIR, so
+# the cache's path reaches the worker with one length (``files.cache.link_to_root``).
+CACHE_LINK = "cache"
+
 FRESH_PREFIX = "f"  # a run's own worker's directory; a kept worker's name is its key, "k..."
 
 

@@ -37,7 +37,7 @@ from harness.errors import HarnessError, StatementError
 from harness.measure.callgrind.logs import signal_name, tail, valgrind_log
 from harness.measure.callgrind.profile import Profile, parse_text, total_from_text
 from harness.measure.counters.base import CollectorOff, InstructionCounter, Sampler, fresh_code, warm_up
-from harness.options import CALLGRIND_DIR_ENV
+from harness.options import CACHE_DIR_ENV, CALLGRIND_DIR_ENV
 from harness.workers.zygote import parked_threads, pid_text
 
 if TYPE_CHECKING:
@@ -84,10 +84,13 @@ class CallgrindCounter(InstructionCounter):
                 # here, a counting worker does not load it (nor fcntl) before
                 # its zygote forks, which would move its start-up heap and so
                 # its counts.
+                from harness.files.cache import link_to_root
                 from harness.measure.callgrind.dump_dir import DumpDir
+                from harness.workers.private_dir import CACHE_LINK
 
                 self._owned = DumpDir()
                 self._dir = self._owned.path
+                link_to_root(self._dir / CACHE_LINK)
                 atexit.register(self.close)
             return self._dir
 
@@ -111,7 +114,15 @@ class CallgrindCounter(InstructionCounter):
         ]
 
     def worker_env(self) -> dict[str, str]:
-        return {**super().worker_env(), CALLGRIND_DIR_ENV: str(self.out_dir())}
+        """The counter's variables; where the directory holds a link to the cache (``files.cache.link_to_root``),
+        ``HARNESS_CACHE_DIR`` is that link, a path of one length whatever the cache's."""
+        from harness.workers.private_dir import CACHE_LINK  # parent side only, as in out_dir()
+
+        d = self.out_dir()
+        env = {**super().worker_env(), CALLGRIND_DIR_ENV: str(d)}
+        if (d / CACHE_LINK).is_symlink():
+            env[CACHE_DIR_ENV] = str(d / CACHE_LINK)
+        return env
 
     def diagnostics(self, pid: int) -> str:
         if self._dir is None:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from harness.files.cache import configured_root, link_to_root
 from harness.measure.callgrind.counter import CallgrindCounter
 from harness.measure.callgrind.logs import valgrind_log
 from harness.measure.counters.base import InstructionCounter
 from harness.workers.kept import KeptWorker, fingerprint_parts, key_of, summary
-from harness.workers.private_dir import worker_dir
+from harness.workers.private_dir import CACHE_LINK, private_directory, worker_dir
 from harness.workers.process import own_environment
 
 
@@ -29,9 +30,13 @@ def open_counter_worker(
     # counter pointed at a placeholder, then point the counter at the key's directory.
     keyed = CallgrindCounter(out_dir="/kept") if isinstance(counter, CallgrindCounter) else counter
     parts = fingerprint_parts(keyed.worker_prefix(), {**environment, **keyed.worker_env()}, slot)
+    # The worker reaches the cache through a link (``files.cache.link_to_root``): its environment
+    # no longer names the cache, its key must.
+    parts["cache"] = str(configured_root()[0])
     directory = worker_dir(key_of(parts))
     diagnostics = None
     if isinstance(counter, CallgrindCounter):
+        link_to_root(private_directory(directory) / CACHE_LINK)
         counter = CallgrindCounter(out_dir=str(directory))
         diagnostics = _valgrind_diagnostics
     # The worker starts as a run's own would (``worker_env`` adds this environment, less what is
