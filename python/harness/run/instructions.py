@@ -287,14 +287,10 @@ def instruction_result(
         extra["layers"] = layering.counts
         extra["layer_symbols"] = layering.top_symbols()
     if detail == "full":
-        from harness.measure.callgrind.collect import built_with_debug_symbols
-
+        # The worker adds whether torch has debug symbols (``run.worker``), outside the counting child.
         extra["callgrind"] = {
             "stmt": [_profile_json(s) for s in stmt],
             "baseline": _profile_json(baseline) if baseline is not None else None,
-            # Read here, after the count, where torch is imported already: the caller of
-            # collect_callgrind then need not import torch (seconds) to learn it.
-            "debug_symbols": built_with_debug_symbols(),
         }
     return TaskResult(
         task=task,

@@ -12,13 +12,12 @@ skips the start-up as well.
 from __future__ import annotations
 
 import atexit
-import re
 import threading
 from collections.abc import Callable
 from typing import Any
 
 from harness.errors import CallgrindFailed, HarnessError, UsageError
-from harness.measure.callgrind.counter import CallgrindCounter
+from harness.measure.callgrind.counter import CallgrindCounter, built_with_debug_symbols
 from harness.measure.callgrind.globals import dump_globals
 from harness.measure.callgrind.stats import CallgrindStats, FunctionCounts, empty_counts
 from harness.measure.counters.kept import open_counter_worker
@@ -212,10 +211,3 @@ def stats_from_result(result: TaskResult, spec: Any, number: int, retain_out_fil
         )
         for s in data["stmt"]
     )
-
-
-def built_with_debug_symbols() -> bool:
-    import torch
-
-    found = re.search(r"BUILD_TYPE=(.+?),", torch.__config__.show())
-    return bool(found) and found.group(1) == "RelWithDebInfo"

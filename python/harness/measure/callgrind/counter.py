@@ -21,6 +21,7 @@ import atexit
 import functools
 import os
 import platform
+import re
 import shutil
 import signal
 import subprocess
@@ -47,6 +48,19 @@ VALGRIND_INSTALL_HINT = (
     "install it with `apt-get install valgrind` (Debian/Ubuntu), `dnf install valgrind` (Fedora) "
     "or `conda install -c conda-forge valgrind`"
 )
+
+
+@functools.cache
+def built_with_debug_symbols() -> bool:
+    """Whether torch was built with debug symbols (RelWithDebInfo), as torch's CallgrindStats reports it.
+
+    A counting worker asks it outside its counting children and adds it to their answers
+    (``run.worker``); ``collect_callgrind`` asks it itself only of an answer without it.
+    """
+    import torch
+
+    found = re.search(r"BUILD_TYPE=(.+?),", torch.__config__.show())
+    return bool(found) and found.group(1) == "RelWithDebInfo"
 
 
 def valgrind_path() -> str | None:
