@@ -164,7 +164,7 @@ def _find_cpp_toolchain() -> None:
 def _answerer(zygote: Zygote | None) -> Callable[[str | bytes], dict[str, Any] | None]:
     """``handle``, or the same answer from a fresh child of the zygote."""
     if zygote is None:
-        return lambda line: _with_debug_symbols(handle(line))
+        return handle
 
     def answer(line: str | bytes) -> dict[str, Any] | None:
         raw = line.encode() if isinstance(line, str) else line
@@ -182,26 +182,9 @@ def _answerer(zygote: Zygote | None) -> Callable[[str | bytes], dict[str, Any] |
         if outcome.answer is not None:
             if isinstance(outcome.answer.get("result"), dict):
                 outcome.answer["result"]["task"] = request["task"]
-            return _with_debug_symbols(outcome.answer)
+            return outcome.answer
         return {"result": _failed_child(request, zygote.directory, outcome.pid, outcome.status).to_json()}
 
-    return answer
-
-
-def _with_debug_symbols(answer: dict[str, Any] | None) -> dict[str, Any] | None:
-    """``answer`` with whether torch has debug symbols, where it carries callgrind's full detail.
-
-    Asked here, in the worker, not in the counting child: torch's answer costs a child 0.1 s
-    under valgrind (it asks MKL and OpenMP), and asked before the zygote's fork it made a kept
-    worker count ``y = x * w`` 0.08% away from a run's own. A caller of ``collect_callgrind``
-    then never imports torch (seconds) to learn it.
-    """
-    result = answer.get("result") if answer is not None else None
-    data = result.get("extra", {}).get("callgrind") if isinstance(result, dict) else None
-    if isinstance(data, dict) and "debug_symbols" not in data:
-        from harness.measure.callgrind.counter import built_with_debug_symbols
-
-        data["debug_symbols"] = built_with_debug_symbols()
     return answer
 
 
@@ -289,8 +272,6 @@ def serve_kept(path: str, idle_timeout: float) -> int:
 
 def _serve_socket(path: str, idle_timeout: float, zygote: Zygote | None) -> int:
     answer_line = _answerer(zygote)
-    if zygote is not None:  # asked once, after the fork: each client's session is a fork of this process
-        _with_debug_symbols({"result": {"extra": {"callgrind": {}}}})
     from harness.workers.kept_server import serve_socket
 
     directory = os.path.dirname(path)

@@ -93,6 +93,51 @@ def bench_counts(root, timer_counts) -> dict[int, dict[str, float]]:
     return counts
 
 
+def test_a_python_statement_counts_the_same_however_often_and_whenever(timer_counts):
+    first, after_other_work, third = timer_counts["mul"]
+    assert first == after_other_work == third > 0
+
+
+def test_a_cpp_statement_counted_twice_in_one_process(timer_counts):
+    a, b = timer_counts["cpp"]
+    assert a == b > 0
+
+
+def test_a_count_taken_inside_a_pytest_test_is_the_same(timer_counts, root, monkeypatch):
+    """collect_callgrind called in this test's own process (pytest's environment, its bookkeeping
+    variables changing from phase to phase) counts what the script outside pytest counted."""
+    import harness
+    from harness.measure.callgrind.collect import shared_worker
+
+    monkeypatch.chdir(root)  # the script's working directory
+    shared_worker().close()  # one an earlier test started works elsewhere
+    try:
+        s = harness.Timer("y = x * w", setup=SETUP).collect_callgrind(number=100)
+    finally:
+        shared_worker().close()  # later tests get one of their own directory
+    assert s.counts() - s.baseline_exclusive_stats.sum() == timer_counts["mul"][0]
+
+
+def test_first_and_last_in_a_suite_count_the_same(bench_counts):
+    for counts in bench_counts.values():
+        assert counts["a_mul"] == counts["d_mul_again"] > 0
+        assert counts["e_cpp"] > 0
+        assert counts["c_add"] != counts["a_mul"]  # and different work counts differently
+
+
+def test_jobs_and_entry_points_count_the_same(bench_counts, timer_counts):
+    """Three processes (Timer, bench --jobs 1, bench --jobs 2), one environment: one count per statement.
+
+    The bench runs label their tasks (suite, file, name), the Timer does not;
+    jobs2 runs with jobs1's files beside it in the working directory.
+    """
+    one, two = bench_counts[1], bench_counts[2]
+    assert one == two
+    # Timer.collect_callgrind and bench --mode instructions: the same statement, the same count.
+    per_run = timer_counts["mul"][0] / 100
+    assert per_run == one["a_mul"], (per_run, one["a_mul"])
+
+
 @pytest.fixture(scope="module")
 def kept_counts(root) -> list[dict[str, float]]:
     """Four runs: two of a run's own worker, the first with the cache reached through a path 29
