@@ -34,7 +34,7 @@ from typing import Any
 
 from harness.errors import UsageError
 from harness.files.atomic import atomic_write_text
-from harness.measure.callgrind.counter import CallgrindCounter, built_with_debug_symbols
+from harness.measure.callgrind.counter import CallgrindCounter
 from harness.measure.callgrind.globals import load_globals
 from harness.measure.callgrind.layers import layer_counts, load_rules
 from harness.measure.callgrind.profile import Profile
@@ -290,9 +290,6 @@ def instruction_result(
         extra["callgrind"] = {
             "stmt": [_profile_json(s) for s in stmt],
             "baseline": _profile_json(baseline) if baseline is not None else None,
-            # Read here, after the count, where torch is imported already: the caller of
-            # collect_callgrind then need not import torch (seconds) to learn it.
-            "debug_symbols": built_with_debug_symbols(),
         }
     return TaskResult(
         task=task,

@@ -12,11 +12,17 @@ skips the start-up as well.
 from __future__ import annotations
 
 import atexit
+import contextlib
+import importlib.util
+import json
+import os
 import threading
 from collections.abc import Callable
 from typing import Any
 
 from harness.errors import CallgrindFailed, HarnessError, UsageError
+from harness.files.atomic import atomic_write_text
+from harness.files.cache import cache_dir
 from harness.measure.callgrind.counter import CallgrindCounter, built_with_debug_symbols
 from harness.measure.callgrind.globals import dump_globals
 from harness.measure.callgrind.stats import CallgrindStats, FunctionCounts, empty_counts
@@ -197,7 +203,7 @@ def stats_from_result(result: TaskResult, spec: Any, number: int, retain_out_fil
         base_excl = FunctionCounts.from_mapping(base["exclusive"], inclusive=False)
     else:
         base_incl, base_excl = empty_counts(True), empty_counts(False)
-    debug = data["debug_symbols"] if "debug_symbols" in data else built_with_debug_symbols()
+    debug = data["debug_symbols"] if "debug_symbols" in data else torch_has_debug_symbols()
     return tuple(
         CallgrindStats(
             task_spec=spec,
@@ -211,3 +217,31 @@ def stats_from_result(result: TaskResult, spec: Any, number: int, retain_out_fil
         )
         for s in data["stmt"]
     )
+
+
+def torch_has_debug_symbols() -> bool:
+    """Whether torch was built with debug symbols, remembered per torch install in the cache
+    (``<cache>/torch/build.json``, keyed by torch's ``__init__.py`` path, size and time).
+
+    A counting child does not ask (torch's answer cost it 0.1 s of a 1 s count under valgrind);
+    asked here, it costs ``import torch`` (~1 s) once per torch install, not once per script.
+    """
+    spec = importlib.util.find_spec("torch")
+    try:
+        origin = str(spec.origin) if spec is not None else ""
+        st = os.stat(origin)
+    except OSError:
+        return built_with_debug_symbols()
+    key = f"{origin}:{st.st_size}:{st.st_mtime_ns}"
+    try:
+        path = cache_dir("torch") / "build.json"
+    except HarnessError:
+        return built_with_debug_symbols()  # no usable cache: asked every time, as before
+    with contextlib.suppress(OSError, ValueError):
+        known = json.loads(path.read_text(encoding="utf-8")).get(key)
+        if isinstance(known, bool):
+            return known
+    value = built_with_debug_symbols()
+    with contextlib.suppress(HarnessError, OSError):
+        atomic_write_text(path, json.dumps({key: value}))  # the current install only
+    return value

@@ -54,11 +54,10 @@ VALGRIND_INSTALL_HINT = (
 def built_with_debug_symbols() -> bool:
     """Whether torch was built with debug symbols (RelWithDebInfo), as torch's CallgrindStats reports it.
 
-    Asked by a counting child after its count, from here rather than from ``collect`` (whose
-    imports cost a child 0.24 s under valgrind), so a caller of ``collect_callgrind`` reads it
-    from the answer and never imports torch (seconds) for it. Not asked before the zygote's fork:
-    there torch's answer (it asks MKL and OpenMP) made a kept worker count ``y = x * w`` 0.08%
-    away from a run's own.
+    ``collect.torch_has_debug_symbols`` asks it once per torch install and remembers it; a
+    counting child never asks (0.1 s of a count under valgrind), nor a worker before its
+    zygote forks (torch's answer, which asks MKL and OpenMP, then made a kept worker count
+    ``y = x * w`` 0.08% away from a run's own).
     """
     import torch
 
