@@ -1,7 +1,7 @@
 """A worker that outlives the process that started it, so the next run skips start-up.
 
-Opt-in (``HARNESS_KEEP_WORKER=SECONDS``, or ``bench --keep-worker SECONDS``; ``options.keep_worker_seconds``):
-under valgrind a worker's start-up (``import torch`` and the first
+The default (``HARNESS_KEEP_WORKER=SECONDS``, 900 unless ``CI`` is true, or ``bench --keep-worker SECONDS``;
+``options.keep_worker_seconds``): under valgrind a worker's start-up (``import torch`` and the first
 translations) costs ~10 s, the measurement of a small statement ~0.5 s, so a
 script run again and again spends most of its time starting workers.
 

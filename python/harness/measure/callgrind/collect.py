@@ -4,8 +4,8 @@ torch starts a fresh ``valgrind python`` (and ``import torch`` under it) for
 every call; here the first call starts one worker under callgrind and later
 calls send it their statements, so start-up is paid once per process. The
 worker is restarted after a crash or a timeout and closed when the process
-exits; its temporary files go with it. With ``HARNESS_KEEP_WORKER=SECONDS``
-the worker outlives the process (``workers.kept``), so the next script run
+exits; its temporary files go with it. By default the worker outlives the
+process (``workers.kept``; ``HARNESS_KEEP_WORKER``), so the next script run
 skips the start-up as well.
 """
 
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import importlib.util
 import json
 import os
@@ -203,7 +204,7 @@ def stats_from_result(result: TaskResult, spec: Any, number: int, retain_out_fil
         base_excl = FunctionCounts.from_mapping(base["exclusive"], inclusive=False)
     else:
         base_incl, base_excl = empty_counts(True), empty_counts(False)
-    debug = data["debug_symbols"] if "debug_symbols" in data else torch_has_debug_symbols()
+    debug = torch_has_debug_symbols()
     return tuple(
         CallgrindStats(
             task_spec=spec,
@@ -219,6 +220,7 @@ def stats_from_result(result: TaskResult, spec: Any, number: int, retain_out_fil
     )
 
 
+@functools.cache  # torch does not change under a running process: the cache file is read once
 def torch_has_debug_symbols() -> bool:
     """Whether torch was built with debug symbols, remembered per torch install in the cache
     (``<cache>/torch/build.json``, keyed by torch's ``__init__.py`` path, size and time).
