@@ -61,6 +61,10 @@ SETTINGS: dict[str, dict[str, tuple[str, ...]]] = {
         "unset": ("test_cxx_unset_empty_or_broken",),
         "empty, or one that does not run": ("test_cxx_unset_empty_or_broken",),
     },
+    "MAX_JOBS": {
+        "N": ("tests/measure/cpp/test_cpp_recipe.py::test_max_jobs",),
+        "unset, empty or not a number": ("tests/measure/cpp/test_cpp_recipe.py::test_max_jobs",),
+    },
     "HARNESS_KEEP_WORKER": {
         "SECONDS": (KEPT, "test_keep_worker"),
         "unset or empty": ("test_keep_worker",),

@@ -6,7 +6,9 @@ it has not counted before (so nothing is cached but the worker). Prints, with th
   1. no worker anywhere (HARNESS_KEEP_WORKER=0): ours against torch's collect_callgrind of the same
      statement, each a fresh process                                   target <= 0.3 of torch's
   2. a new Python statement with a warm kept worker (median of --runs)  target <= 1 s
-  3. a new C++ statement with a warm kept worker (median; its compile included)  target <= 4 s
+  3. a new C++ statement with a warm kept worker (median; its compile included)  target <= 4 s,
+     and the compiler alone on the same translation unit with the same flags, timed right after
+     (the part of the figure no harness change can remove; it moves with the machine's speed)
   4. the same statement counted by a run's own worker and by the kept one: identical counts
 
 Run: .venv/bin/python benchmarks/self/kept_worker.py [--runs 3] [--no-torch]
@@ -52,6 +54,22 @@ def timed(script: str, env: dict[str, str], *args: str) -> tuple[float, int]:
     return seconds, json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def compiler_alone(stmt: str) -> float:
+    """Seconds of the compile command ninja ran for ``stmt``'s module, run again on its source."""
+    from harness.measure.cpp.build import build
+    from harness.measure.cpp.statement import CppStatement
+
+    (compiled,) = build([CppStatement(stmt=stmt, setup=CPP_SETUP)]).compiled.values()
+    listed = subprocess.run(["ninja", "-t", "commands"], cwd=compiled.so.parent, capture_output=True, text=True,
+                            check=True)
+    compile_line = next(line for line in listed.stdout.splitlines() if " -c " in line)
+    with tempfile.TemporaryDirectory() as tmp:
+        command = compile_line.replace(" -o tu0.o", f" -o {tmp}/tu0.o").replace(" -MF tu0.o.d", f" -MF {tmp}/tu0.o.d")
+        t0 = time.perf_counter()
+        subprocess.run(command, shell=True, cwd=compiled.so.parent, check=True)
+        return time.perf_counter() - t0
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=3, help="new statements counted with the warm worker, each kind")
@@ -81,6 +99,9 @@ def main() -> None:
         warm_cpp = [timed(OURS, kept, f"auto y = x * w + {tag + i};", CPP_SETUP, "c++") for i in range(args.runs)]
         print(f"3. warm worker, new C++ statements: {'  '.join(f'{s:.2f} s' for s, _ in warm_cpp)}; "
               f"median {statistics.median(s for s, _ in warm_cpp):.2f} s (target <= 4 s)", flush=True)
+        alone = [compiler_alone(f"auto y = x * w + {tag + i};") for i in range(args.runs)]
+        print(f"   of which the compiler alone (same TU, same flags, run again): "
+              f"median {statistics.median(alone):.2f} s", flush=True)
         _, kept_count = timed(OURS, kept, f"y = x * w + {tag}", SETUP, "python")
         print(f"4. y = x * w + {tag}: a run's own worker {cold_count:,}, the kept worker {kept_count:,}: "
               + ("identical" if kept_count == cold_count else f"{kept_count - cold_count:+,} apart"), flush=True)

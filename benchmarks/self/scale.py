@@ -9,8 +9,10 @@ Prints, from one run on this machine:
      (default 2) in mirrored order, serial, jobs, Ray, Ray, jobs, serial, and the means are
      compared: this shared VM drifts by 10-15% within minutes, which in one fixed order
      landed on whichever configuration ran last.
-     Every run starts its own workers (--keep-worker 0); with --warm, serial and --jobs 2 run again
-     with kept workers (the default) that an untimed run started first.
+     Every run starts its own workers (--keep-worker 0); with --warm, serial, --jobs 2 and Ray run
+     again with kept workers (the default) that untimed runs started first. Every Ray run starts
+     and stops a local Ray of its own, as `bench --executor ray` without --address does; what that
+     costs alone (ray.init, a first task on each worker, ray.shutdown) is timed too and shown.
                                      targets: --jobs 2 >= 1.6x serial (cold), >= 1.8x (warm);
                                      Ray within 10% of --jobs 2
   2. whether Ray's and --jobs 2's counts are identical to the serial counts (task by task)
@@ -62,6 +64,24 @@ def _timed(tasks: list[Task], options: RunOptions) -> tuple[float, dict]:
     return time.perf_counter() - start, record
 
 
+def _nothing() -> None:
+    return None
+
+
+def _ray_alone() -> float:
+    """Seconds a local Ray takes to start as harness starts one, run a task on each CPU, and stop."""
+    import ray
+
+    from harness.cluster.executor import OBJECT_STORE_BYTES
+
+    start = time.perf_counter()
+    ray.init(num_cpus=2, object_store_memory=OBJECT_STORE_BYTES, include_dashboard=False, log_to_driver=False)
+    nothing = ray.remote(_nothing)
+    ray.get([nothing.remote() for _ in range(2)])
+    ray.shutdown()
+    return time.perf_counter() - start
+
+
 def _order(labels: list[str], rounds: int) -> list[str]:
     """Each configuration ``rounds`` times, every other round reversed (serial, jobs, Ray, Ray,
     jobs, serial): a machine that slows down or speeds up over the run weighs on every
@@ -95,12 +115,15 @@ def main() -> None:
     if args.warm:
         configs["serial, warm"] = RunOptions(keep_worker=900, **common)
         configs["--jobs 2, warm"] = RunOptions(jobs=2, keep_worker=900, **common)
+        configs["ray, 2 workers, warm"] = RunOptions(executor="ray", jobs=2, keep_worker=900, **common)
     private = tempfile.mkdtemp(prefix="hsc", dir="/tmp")
     os.environ["TMPDIR"] = private
     tempfile.tempdir = None
     try:
         if args.warm:
             run_tasks(tasks, configs["--jobs 2, warm"])  # starts the kept workers of both slots
+            run_tasks(tasks, configs["ray, 2 workers, warm"])  # and Ray's (slots of their own)
+        ray_alone = _ray_alone()
         seconds: dict[str, list[float]] = {label: [] for label in configs}
         records: dict[str, list] = {label: [] for label in configs}
         for label in _order(list(configs), args.rounds):
@@ -116,9 +139,15 @@ def main() -> None:
         each = " ".join(f"{v:.1f}" for v in values)
         print(f"  {label:<16} {mean[label]:8.1f} s   speedup {base / mean[label]:5.2f}x   (runs: {each} s)")
     jobs_s, ray_s = mean["--jobs 2"], mean["ray, 2 workers"]
+    print(f"  a local Ray's own start and stop (no harness): {ray_alone:.1f} s")
     print(f"  targets: --jobs 2 cold >= 1.6x ({mean['serial'] / jobs_s:.2f}x); "
-          f"Ray within 10% of --jobs 2 ({(ray_s / jobs_s - 1) * 100:+.1f}%)"
+          f"Ray within 10% of --jobs 2 ({(ray_s / jobs_s - 1) * 100:+.1f}%; "
+          f"{((ray_s - ray_alone) / jobs_s - 1) * 100:+.1f}% less Ray's own start)"
           + (f"; --jobs 2 warm >= 1.8x ({mean['serial, warm'] / mean['--jobs 2, warm']:.2f}x)" if args.warm else ""))
+    if args.warm:
+        warm_jobs, warm_ray = mean["--jobs 2, warm"], mean["ray, 2 workers, warm"]
+        print(f"  warm: Ray against --jobs 2 {(warm_ray / warm_jobs - 1) * 100:+.1f}% "
+              f"({((warm_ray - ray_alone) / warm_jobs - 1) * 100:+.1f}% less Ray's own start)")
 
     print("(2) counts identical to the (first) serial run's")
     serial = {r.task.key: r.samples for r in records["serial"][0].results}

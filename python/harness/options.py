@@ -59,6 +59,7 @@ CXX_ENV = "CXX"
 GPT_FAST_SIZE_ENV = "HARNESS_GPT_FAST_SIZE"
 HISTORY_ENV = "HARNESS_HISTORY"
 KEEP_WORKER_ENV = "HARNESS_KEEP_WORKER"
+MAX_JOBS_ENV = "MAX_JOBS"
 PCH_LOG_ENV = "HARNESS_PCH_LOG"
 TEST_KILL_AT_ENV = "HARNESS_TEST_KILL_AT"
 TMPDIR_ENV = "TMPDIR"  # read by Python's tempfile, on harness's behalf (workers.private_dir)
@@ -92,6 +93,9 @@ ENVIRONMENT: dict[str, tuple[str, str]] = {
     CXX_ENV: ("c++",
               "COMPILER: the compiler (a name on PATH, or a path) that builds C++ statements, as "
               "torch.utils.cpp_extension reads it; unset: c++; empty, or one that does not run: an error"),
+    MAX_JOBS_ENV: ("unset",
+                   "N: C++ statement modules compile at most N translation units at once, as "
+                   "torch.utils.cpp_extension reads it; unset, empty or not a number: ninja's default"),
     KEEP_WORKER_ENV: ("900",
                       "SECONDS: an instruction-counting worker is kept after a run for the next one, until idle "
                       "that long (at most 86400, and bench --keep-worker overrides it); unset or empty: 900, or not "

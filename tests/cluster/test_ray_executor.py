@@ -11,9 +11,11 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 import uuid
@@ -55,19 +57,49 @@ def test_workers_start_without_the_variables_ray_sets():
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
 
 
-def test_ray_counts_equal_the_serial_counts(tmp_path):
-    serial, on_ray = tmp_path / "serial.json", tmp_path / "ray.json"
-    r = run_cli("bench", *DISPATCH, "-o", str(serial), unset=RAYS_OWN)
+KEPT_SERVERS = "import json; from harness.workers.registry import kept_workers; " \
+    "print(json.dumps(sorted(w['server'] for w in kept_workers())))"
+
+
+def _kept_servers(env: dict[str, str]) -> list[int]:
+    r = subprocess.run([sys.executable, "-c", KEPT_SERVERS], cwd=REPO, env={**os.environ, **env},
+                       capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
-    r = run_cli("bench", *DISPATCH, "--executor", "ray", "-o", str(on_ray), unset=RAYS_OWN)
-    assert r.returncode == 0, r.stderr
-    a, b = (json.loads(p.read_text())["results"] for p in (serial, on_ray))
-    assert [x["task"] for x in a] == [y["task"] for y in b] and len(a) == 3
-    for x, y in zip(a, b, strict=True):
-        assert x["samples"] == y["samples"], (x, y)
-        assert x["extra"]["baseline"] == y["extra"]["baseline"] > 0  # the empty loop itself
-    assert all(x["samples"][0] > 1000 for x in a[1:])  # the two ops
-    assert all(y["extra"]["node"]["host"] and y["extra"]["counter"] == "callgrind" for y in b)
+    return json.loads(r.stdout)
+
+
+def test_ray_counts_equal_the_serial_counts_and_the_next_ray_run_reuses_kept_workers(tmp_path):
+    """A Ray run counts exactly as a serial run; with --keep-worker the next Ray run's tasks count in the
+    workers the first left on the node (no start-up), and the counts stay the same."""
+    serial = tmp_path / "serial.json"
+    on_ray = [tmp_path / "ray1.json", tmp_path / "ray2.json"]
+    # This test's own kept workers: a short TMPDIR of its own (a long one falls back to /tmp's).
+    env = {"TMPDIR": tempfile.mkdtemp(prefix="hr", dir="/tmp")}
+    keep = ("--keep-worker", "300")
+    try:
+        r = run_cli("bench", *DISPATCH, "--keep-worker", "0", "-o", str(serial), env=env, unset=RAYS_OWN)
+        assert r.returncode == 0, r.stderr
+        assert _kept_servers(env) == []
+        servers = []
+        for out in on_ray:
+            r = run_cli("bench", *DISPATCH, *keep, "--executor", "ray", "-o", str(out), env=env, unset=RAYS_OWN)
+            assert r.returncode == 0, r.stderr
+            servers.append(_kept_servers(env))
+        # The first Ray run left its workers kept (one per Ray worker process that counted); the
+        # second borrowed them: the same processes, none started.
+        assert 1 <= len(servers[0]) <= 2 and servers[1] == servers[0], servers
+    finally:
+        run_cli("workers", "stop", env=env)
+        shutil.rmtree(env["TMPDIR"], ignore_errors=True)
+    a = json.loads(serial.read_text())["results"]
+    assert len(a) == 3 and all(x["samples"][0] > 1000 for x in a[1:])  # the two ops
+    for path in on_ray:
+        b = json.loads(path.read_text())["results"]
+        assert [x["task"] for x in a] == [y["task"] for y in b]
+        for x, y in zip(a, b, strict=True):
+            assert x["samples"] == y["samples"], (x, y)
+            assert x["extra"]["baseline"] == y["extra"]["baseline"] > 0  # the empty loop itself
+        assert all(y["extra"]["node"]["host"] and y["extra"]["counter"] == "callgrind" for y in b)
 
 
 def test_a_local_run_after_a_ray_run_in_one_process_counts_the_same(tmp_path):

@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -111,6 +112,24 @@ def test_an_edited_source_changes_the_fingerprint(tmp_path: Path):
     assert harness_digest.__wrapped__(package) != before
 
 
+def _ended(pid: int, timeout: float = 10.0) -> bool:
+    """Whether process ``pid`` is gone within ``timeout`` (a kept worker is init's child, reaped there)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+        except OSError:
+            return True
+        if state in (b"Z", b"X"):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _parent(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[1])
+
+
 def _plain_worker(directory: Path, fingerprint: dict) -> KeptWorker:
     worker = KeptWorker.open([], {}, 60.0, 120.0, directory, fingerprint=fingerprint)
     assert worker is not None
@@ -124,6 +143,8 @@ def test_listed_stopped_and_a_stale_one_replaced(short_tmp: Path):
     place = {"python": sys.executable, "package": "/p", "cwd": os.getcwd(), "slot": 0, "options": [], "env": "e"}
     old_dir = private_dir.worker_dir("k" + "1" * 40)
     old = _plain_worker(old_dir, {**place, "harness": "old", "torch": None})
+    # A daemon: not the child of the client that started it (nothing that ends the client ends it).
+    assert _parent(old.server_pid) != os.getpid()
     listed = _cli("workers")
     assert listed.returncode == 0, listed.stderr
     assert listed.stdout.startswith("1 kept instruction-counting worker, ") and f"pid {old.server_pid}  age " in listed.stdout
@@ -141,12 +162,12 @@ def test_listed_stopped_and_a_stale_one_replaced(short_tmp: Path):
                                                                         "torch": None})
     new = _plain_worker(private_dir.worker_dir("k" + "3" * 40), {**place, "harness": "new", "torch": None})
     assert {w["server"] for w in kept_workers()} == {new.server_pid, elsewhere.server_pid}
-    assert not old_dir.exists() and old._server.wait(timeout=10) == -9 and other._server.wait(timeout=10) == -9
+    assert not old_dir.exists() and _ended(old.server_pid) and _ended(other.server_pid)
     stop(next(w for w in kept_workers() if w["server"] == elsewhere.server_pid))
 
     stopped = _cli("workers", "stop")
     assert stopped.returncode == 0 and stopped.stdout.strip() == "stopped 1 kept worker", stopped
-    assert new._server.wait(timeout=10) == -9
+    assert _ended(new.server_pid)
     assert kept_workers() == []
     assert _cli("workers").stdout.startswith("no kept instruction-counting workers")
 

@@ -137,7 +137,7 @@ class _Driver:
         ref = self.remote.options(
             num_cpus=1, resources=resources, max_retries=RAY_MAX_RETRIES, retry_exceptions=False,
         ).remote(task.to_json(), self.options.min_run_time, self.options.timeout, counter, self.kinds,
-                 self.driver, self.environ, self.cwd, self.tracker, i)
+                 self.driver, self.environ, self.cwd, self.tracker, i, self.options.keep_seconds)
         return ref, (i, task)
 
     def _progress(self, force: bool = False) -> None:

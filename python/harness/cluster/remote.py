@@ -12,6 +12,14 @@ before the driver imported and started Ray) and working directory, not the Ray
 worker's: counts move with the environment (docs/instruction-counts.md), so
 only an identical start gives counts identical to a local run's.
 
+An instruction-counting worker is a kept one (``workers.kept``), as in a local
+run, when the run keeps workers (``--keep-worker``, ``HARNESS_KEEP_WORKER``):
+the next Ray run on the node skips its start-up. Each Ray worker process
+borrows the first kept worker of Ray's slots that no other client holds. Ray's
+slots are not a local run's (``--jobs N`` uses 0 to N-1): a Ray worker process
+of a cluster that stays up holds its worker between runs, and a local run on
+that machine must not find its own slots taken.
+
 Before its first task a node compares its harness, torch and Python with the
 driver's; on a mismatch each of its tasks fails with both fingerprints named.
 """
@@ -22,21 +30,27 @@ import atexit
 import contextlib
 import os
 import socket
+import tempfile
 import time
 from collections.abc import Iterator
 from typing import Any
 
 from harness.measure.counters.base import InstructionCounter
 from harness.measure.counters.choice import get_counter
+from harness.measure.counters.kept import open_counter_worker
 from harness.model.result import TaskResult
 from harness.model.task import Task
+from harness.options import WORKER_START_TIMEOUT
 from harness.records.environment import describe, local_fingerprint
+from harness.workers.kept import KeptWorker
 from harness.workers.pool import WorkerPool
 
 # Per Ray worker process: counter name ("" for wall time) -> (pool, its kept worker or None).
 _WORKERS: dict[str, tuple[WorkerPool, Any]] = {}
 _COUNTERS: dict[str, InstructionCounter] = {}
 _FINGERPRINT: dict[str, str] = {}
+RAY_SLOTS = 1000  # the first kept-worker slot of Ray's worker processes (a local run's are 0 to N-1)
+MAX_KEPT_SLOTS = 64  # kept workers a node's Ray worker processes may hold at once, one each
 
 
 def node_label(node: dict[str, Any]) -> str:
@@ -52,17 +66,35 @@ def this_node() -> dict[str, Any]:
             "ip": ray.util.get_node_ip_address()}
 
 
-def _pool(counter_name: str, timeout: float | None, kinds: dict[str, Any]) -> tuple[WorkerPool, Any]:
+def _borrow(counter: InstructionCounter, keep: float) -> KeptWorker | None:
+    """The first kept worker of Ray's slots on this node that no other client holds (None: a private
+    one starts)."""
+    for slot in range(RAY_SLOTS, RAY_SLOTS + MAX_KEPT_SLOTS):
+        worker = open_counter_worker(counter, keep, WORKER_START_TIMEOUT, slot)
+        if worker is not None:
+            return worker
+    return None
+
+
+def _pool(counter_name: str, timeout: float | None, kinds: dict[str, Any],
+          keep: float | None) -> tuple[WorkerPool, Any]:
     if counter_name not in _WORKERS:
         if counter_name:
             counter = _COUNTERS[counter_name] = get_counter(counter_name)  # its files are this node's
             pool = WorkerPool(prefix=counter.worker_prefix(), env=counter.worker_env(), timeout=timeout,
-                              diagnostics=counter.diagnostics, kinds=kinds)
+                              diagnostics=counter.diagnostics, kinds=kinds, finish=counter.finish)
         else:
             pool = WorkerPool(timeout=timeout, kinds=kinds)
         _WORKERS[counter_name] = (pool, None)
     pool, worker = _WORKERS[counter_name]
     pool.timeout, pool.kinds = timeout, dict(kinds)
+    counter = _COUNTERS.get(counter_name)
+    pool.kept = None
+    if counter is not None and keep is not None:
+        def kept(slot: int, counter: InstructionCounter = counter, keep: float = keep) -> KeptWorker | None:
+            return _borrow(counter, keep)
+
+        pool.kept = kept
     return pool, worker
 
 
@@ -77,10 +109,16 @@ def _close() -> None:
 
 @contextlib.contextmanager
 def _driver_environment(environ: dict[str, str], cwd: str) -> Iterator[None]:
-    """This process's environment and directory as the driver's, while harness's worker starts."""
-    saved, saved_cwd = dict(os.environ), os.getcwd()
+    """This process's environment and directory as the driver's, while harness's worker starts.
+
+    Python's temporary directory too (``tempfile`` keeps the first it found): a counting worker's
+    directory, a kept worker's socket, is under the driver's ``TMPDIR``, where the driver's next
+    run, local or on Ray, looks for them.
+    """
+    saved, saved_cwd, saved_tempdir = dict(os.environ), os.getcwd(), tempfile.tempdir
     os.environ.clear()
     os.environ.update(environ)
+    tempfile.tempdir = None
     with contextlib.suppress(OSError):  # a node without the driver's directory starts where it is
         os.chdir(cwd)
     try:
@@ -88,6 +126,7 @@ def _driver_environment(environ: dict[str, str], cwd: str) -> Iterator[None]:
     finally:
         os.environ.clear()
         os.environ.update(saved)
+        tempfile.tempdir = saved_tempdir
         os.chdir(saved_cwd)
 
 
@@ -103,10 +142,11 @@ def mismatch(driver: dict[str, str]) -> str | None:
 
 def run_remote(task_json: dict[str, Any], min_run_time: float, timeout: float, counter_name: str,
                kinds: dict[str, Any], driver: dict[str, str], environ: dict[str, str], cwd: str,
-               tracker: Any = None, index: int = 0) -> dict[str, Any]:
+               tracker: Any = None, index: int = 0, keep: float | None = None) -> dict[str, Any]:
     """The body of every Ray task: the result's JSON, with ``extra["node"]`` (host, node id, IP,
     start and end in seconds since the epoch). ``driver``: the driver's fingerprint;
-    ``environ`` and ``cwd``: its environment and directory, which harness's worker starts with."""
+    ``environ`` and ``cwd``: its environment and directory, which harness's worker starts with;
+    ``keep``: the run's kept-worker idle timeout (None: counting workers are not kept)."""
     task = Task.from_json(task_json)
     node = this_node()
     if tracker is not None:
@@ -116,7 +156,8 @@ def run_remote(task_json: dict[str, Any], min_run_time: float, timeout: float, c
     if why is not None:
         result = TaskResult(task=task, status="failed", error=f"node {node['ip']} ({node['host']}) refused: {why}")
     else:
-        pool, worker = _pool(counter_name, timeout, kinds)
+        with _driver_environment(environ, cwd):  # the counter's files, as its workers, where the driver's go
+            pool, worker = _pool(counter_name, timeout, kinds, keep)
         if worker is not None and task.params.get("fresh_worker"):
             worker.close()  # its figure depends on what the process ran before (see WorkerPool.run)
             worker = None

@@ -67,6 +67,7 @@ def run_in_workers(tasks: Sequence[Task], options: RunOptions, counter: Instruct
         WorkerPool(
             jobs=options.jobs, prefix=counter.worker_prefix(), env=counter.worker_env(),
             timeout=options.timeout, diagnostics=counter.diagnostics, kept=kept, kinds=refs, pythons=options.sides,
+            finish=counter.finish,
         ).run(counted, options.min_run_time, on_result)
 
 

@@ -24,7 +24,6 @@ functions per run in ``extra["symbols"]``), "total" (counts only) or "full"
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 import hashlib
 import json
@@ -35,10 +34,9 @@ from typing import Any
 from harness.errors import UsageError
 from harness.files.atomic import atomic_write_text
 from harness.measure.callgrind.counter import CallgrindCounter
+from harness.measure.callgrind.details import PENDING, count_details, pending, profile_from_json, profile_json
 from harness.measure.callgrind.globals import load_globals
-from harness.measure.callgrind.layers import layer_counts, load_rules
 from harness.measure.callgrind.profile import Profile
-from harness.measure.callgrind.stats import is_noisy, standardize_symbol
 from harness.measure.counters.base import InstructionCounter
 from harness.measure.counters.choice import worker_counter
 from harness.measure.language import Language, parse_language
@@ -52,7 +50,6 @@ from harness.workers.protocol import request_line
 from harness.workers.zygote import Zygote, zygote_of_this_child
 
 DEFAULT_NUMBER = 100
-TOP_SYMBOLS = 30
 DETAILS = ("total", "symbols", "full")
 
 # (counter, language, number, threads, detail) -> baseline profile, per worker.
@@ -111,13 +108,29 @@ def _python_block(
     )
 
 
+def _deferred(counter: InstructionCounter) -> bool:
+    """Whether this count's per-function details are made where its result is received, from the dumps'
+    text (``measure.callgrind.details``): in a counting child of a callgrind worker, under valgrind."""
+    return counter.name == CallgrindCounter.name and zygote_of_this_child() is not None
+
+
+def _measure(counter: InstructionCounter, sampler: Any, number: int, repeats: int, *, clocked: bool, detail: str,
+             keep_text: bool = False, defer: bool = True) -> list[Profile]:
+    """``repeats`` counts; parsed per function when ``detail`` asks, unless the parsing is deferred
+    (``_deferred``): then each profile holds its total and its dump's text."""
+    if defer and detail != "total" and _deferred(counter):
+        return counter.measure(sampler, number, repeats, clocked=clocked, detail=False, keep_text=True)
+    return counter.measure(sampler, number, repeats, clocked=clocked, detail=detail != "total", keep_text=keep_text)
+
+
 def measure_block(
     block: Any, counter: InstructionCounter, number: int, repeats: int, *, clocked: bool, detail: str,
-    keep_text: bool = False,
+    keep_text: bool = False, defer: bool = True,
 ) -> list[Profile]:
     with block.translate_errors():
         sampler = block.sampler()
-        return counter.measure(sampler, number, repeats, clocked=clocked, detail=detail != "total", keep_text=keep_text)
+        return _measure(counter, sampler, number, repeats, clocked=clocked, detail=detail, keep_text=keep_text,
+                        defer=defer)
 
 
 def run_timer_instructions(task: Task, min_run_time: float) -> TaskResult:
@@ -163,7 +176,8 @@ def _baseline_key(counter_name: str, params: Mapping[str, Any]) -> tuple[Any, ..
 
 def _measure_baseline(counter: InstructionCounter, number: int, detail: str, scope: str) -> Profile:
     empty = _python_block({}, "pass", counter, with_globals=False, scope=scope)
-    return measure_block(empty, counter, number, 1, clocked=True, detail=detail)[0]
+    # Parsed here: kept beside the zygote for every later child (one parse per worker, not per count).
+    return measure_block(empty, counter, number, 1, clocked=True, detail=detail, defer=False)[0]
 
 
 def _baseline_file(key: tuple[Any, ...]) -> Path | None:
@@ -182,13 +196,13 @@ def _load_baseline(key: tuple[Any, ...]) -> Profile | None:
         data = json.loads(path.read_text(encoding="utf-8")) if path is not None else None
     except (OSError, ValueError):
         return None
-    return Profile(total=data["total"], exclusive=data["exclusive"], inclusive=data["inclusive"]) if data else None
+    return profile_from_json(data) if data else None
 
 
 def _save_baseline(key: tuple[Any, ...], profile: Profile) -> None:
     path = _baseline_file(key)
     if path is not None:
-        atomic_write_text(path, json.dumps(_profile_json(profile)))
+        atomic_write_text(path, json.dumps(profile_json(profile)))
 
 
 def counted_request(task: Task, min_run_time: float, kind: dict[str, Any] | None = None) -> bytes:
@@ -256,10 +270,10 @@ def count_task(task: Task, sampler: Any, *, clocked: bool, baseline: Any = None)
     number = _positive_int(p, "number")
     repeats = _positive_int(p, "repeats")
     detail = _detail(p)
-    stmt = counter.measure(sampler, number, repeats, clocked=clocked, detail=detail != "total")
+    stmt = _measure(counter, sampler, number, repeats, clocked=clocked, detail=detail)
     base = None
     if baseline is not None:
-        base = counter.measure(baseline, number, 1, clocked=clocked, detail=detail != "total")[0]
+        base = _measure(counter, baseline, number, 1, clocked=clocked, detail=detail, defer=False)[0]
     return instruction_result(task, counter, stmt, base, number, detail)
 
 
@@ -271,26 +285,20 @@ def instruction_result(
     number: int,
     detail: str,
 ) -> TaskResult:
+    """The result of ``stmt``'s counts, less ``baseline``'s; its per-function details deferred to the
+    receiver where ``_measure`` left the dumps unparsed (``measure.callgrind.details.finish``)."""
     base_total = baseline.total if baseline is not None else 0
     extra: dict[str, Any] = {
         "counter": counter.name,
         "totals": [s.total for s in stmt],
         "baseline": base_total / number if baseline is not None else None,
     }
-    if detail != "total" and stmt and stmt[0].exclusive:
-        extra["symbols"] = top_symbols(stmt[0], baseline, number)
-    if task.params.get("layers") is not None and stmt and stmt[0].exclusive:
-        layering = layer_counts(
-            stmt[0].exclusive, baseline.exclusive if baseline is not None else None, number=number,
-            rules=load_rules(task.params["layers"] or None), total=stmt[0].total - base_total,
-        )
-        extra["layers"] = layering.counts
-        extra["layer_symbols"] = layering.top_symbols()
-    if detail == "full":
-        extra["callgrind"] = {
-            "stmt": [_profile_json(s) for s in stmt],
-            "baseline": _profile_json(baseline) if baseline is not None else None,
-        }
+    layers = task.params.get("layers")
+    if detail != "total" and _deferred(counter) and all(s.source is not None and not s.exclusive for s in stmt):
+        keep_text = detail == "full" and bool(task.params.get("retain_out_file"))
+        extra[PENDING] = pending([s.source or "" for s in stmt], baseline, detail, layers, keep_text)
+    else:
+        extra.update(count_details(stmt, baseline, number, detail, layers))
     return TaskResult(
         task=task,
         status="ok",
@@ -299,24 +307,3 @@ def instruction_result(
         number_per_run=number,
         extra=extra,
     )
-
-
-def top_symbols(stmt: Profile, baseline: Profile | None, number: int, n: int = TOP_SYMBOLS) -> dict[str, float]:
-    """{function: instructions per run} of the statement minus the baseline, largest |value| first.
-
-    Names are standardised (build paths and library names stripped) so runs
-    on different machines line up; noisy dictionary lookups are dropped.
-    """
-    delta: collections.Counter[str] = collections.Counter()
-    for fn, c in stmt.exclusive.items():
-        delta[standardize_symbol(fn)] += c
-    if baseline is not None:
-        for fn, c in baseline.exclusive.items():
-            delta[standardize_symbol(fn)] -= c
-    items = [(fn, c / number) for fn, c in delta.items() if c and not is_noisy(fn)]
-    items.sort(key=lambda kv: (-abs(kv[1]), kv[0]))
-    return {fn: round(v, 2) for fn, v in items[:n]}
-
-
-def _profile_json(p: Profile) -> dict[str, Any]:
-    return {"total": p.total, "exclusive": p.exclusive, "inclusive": p.inclusive, "out": p.source}

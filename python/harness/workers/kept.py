@@ -149,7 +149,7 @@ class KeptWorker:
 
     def __init__(
         self, directory: Path, lock_fd: int, sock: socket.socket, pid: int, server_pid: int,
-        popen: subprocess.Popen | None, diagnostics: Diagnostics | None = None,
+        started: bool, diagnostics: Diagnostics | None = None,
     ):
         self.directory = directory
         self._diagnostics = diagnostics
@@ -158,8 +158,7 @@ class KeptWorker:
         self._file = sock.makefile("rwb")
         self.proc = _RemoteProcess(pid)  # this client's session (a fork of the kept worker)
         self.server_pid = server_pid
-        self.reused = popen is None
-        self._server = popen  # set when this client started the worker
+        self.reused = not started  # False when this client started the worker
         self._stderr_offset = _size(directory / "stderr.log")
 
     # -- opening ----------------------------------------------------------------
@@ -193,7 +192,7 @@ class KeptWorker:
             for attempt in range(2):
                 connected = _connect(path, timeout=30.0)
                 if connected is not None:
-                    return cls(directory, lock_fd, *connected, None, diagnostics)
+                    return cls(directory, lock_fd, *connected, False, diagnostics)
                 if attempt:
                     break
                 if os.path.lexists(path):
@@ -203,13 +202,13 @@ class KeptWorker:
                           file=sys.stderr)
                 if fingerprint is not None:
                     stop_stale(fingerprint)  # replaced by this one: silently, before it takes memory
-                popen = _start_server(prefix, env, directory, idle_timeout)
+                server = _start_server(prefix, env, directory, idle_timeout)
                 if fingerprint is not None:
-                    write_info(directory, popen.pid, idle_timeout, fingerprint)
-                connected = _wait_for_server(path, popen, start_timeout)
+                    write_info(directory, server, idle_timeout, fingerprint)
+                connected = _wait_for_server(path, server, start_timeout)
                 if isinstance(connected, str):
-                    raise WorkerStartFailed(connected, popen.pid)
-                return cls(directory, lock_fd, *connected, popen, diagnostics)
+                    raise WorkerStartFailed(connected, server)
+                return cls(directory, lock_fd, *connected, True, diagnostics)
             raise WorkerStartFailed(f"the kept worker in {directory} accepted no connection", -1)
         except BaseException:
             os.close(lock_fd)
@@ -301,8 +300,25 @@ def _connect(path: Path, timeout: float) -> tuple[socket.socket, int, int] | Non
         return None
 
 
-def _start_server(prefix: Sequence[str], env: dict[str, str], directory: Path, idle_timeout: float) -> subprocess.Popen:
-    """The kept worker, started with standard streams of the kinds a run's own worker has: pipes.
+# Starts the worker and the ``cat`` that drains its stderr into the log, prints the worker's pid and
+# exits at once: neither is the client's child (``_start_server``). Only the standard library, no site.
+_LAUNCH = """
+import os, subprocess, sys
+log, command = sys.argv[1], sys.argv[2:]
+read_end, write_end = os.pipe()
+with open(log, "wb") as err:
+    subprocess.Popen(["cat"], stdin=read_end, stdout=err, stderr=subprocess.DEVNULL, start_new_session=True)
+worker = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=write_end,
+                          start_new_session=True)
+os.close(read_end)
+os.close(write_end)
+worker.stdin.close()
+print(worker.pid, flush=True)
+"""
+
+
+def _start_server(prefix: Sequence[str], env: dict[str, str], directory: Path, idle_timeout: float) -> int:
+    """The kept worker's pid, started with standard streams of the kinds a run's own worker has: pipes.
 
     Python's start-up treats a pipe and a file differently (a file is
     seekable), and what it allocates for them is part of the heap every count
@@ -311,47 +327,41 @@ def _start_server(prefix: Sequence[str], env: dict[str, str], directory: Path, i
     pipes, 3,107,656 both. Its stderr pipe is drained into ``stderr.log`` by a
     ``cat`` of its own, which ends when the worker (and all it forked) has
     closed the pipe.
+
+    Neither is the client's child: a short-lived launcher starts both and exits,
+    so they belong to init, as a daemon does. A client that ends takes nothing
+    with it, even where its parent kills every child it leaves (a Ray worker
+    process, on exit, kills its direct children).
     """
     _remove_stale_files(directory)
-    full_env = worker_env(env)
-    read_end, write_end = os.pipe()
+    command = [*prefix, sys.executable, "-P", "-m", WORKER_MODULE,
+               *serve_args(f"listen:{directory / 'sock'} idle:{idle_timeout!r}")]
+    launched = subprocess.run(
+        [sys.executable, "-P", "-S", "-c", _LAUNCH, str(directory / "stderr.log"), *command],
+        stdin=subprocess.DEVNULL, capture_output=True, text=True, env=worker_env(env), cwd=os.getcwd(), check=False,
+        start_new_session=True,  # not in our process group: Ctrl-C in this terminal is not for it
+    )
     try:
-        with open(directory / "stderr.log", "wb") as err:
-            subprocess.Popen(["cat"], stdin=read_end, stdout=err, stderr=subprocess.DEVNULL,
-                             start_new_session=True)
-        popen = subprocess.Popen(
-            [*prefix, sys.executable, "-P", "-m", WORKER_MODULE,
-             *serve_args(f"listen:{directory / 'sock'} idle:{idle_timeout!r}")],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-            stderr=write_end,
-            env=full_env,
-            cwd=os.getcwd(),
-            start_new_session=True,  # not in our process group: Ctrl-C in this terminal is not for it
-        )
-    finally:
-        os.close(read_end)
-        os.close(write_end)
-    assert popen.stdin is not None
-    popen.stdin.close()  # it never reads its stdin: end of file
-    return popen
+        return int(launched.stdout.strip())
+    except ValueError:
+        raise WorkerStartFailed(f"the kept worker could not be started: {launched.stderr.strip()[-2000:]}",
+                                -1) from None
 
 
-def _wait_for_server(path: Path, popen: subprocess.Popen, start_timeout: float) -> tuple[socket.socket, int, int] | str:
+def _wait_for_server(path: Path, pid: int, start_timeout: float) -> tuple[socket.socket, int, int] | str:
     deadline = time.monotonic() + start_timeout
+    server = _RemoteProcess(pid)
     while time.monotonic() < deadline:
-        code = popen.poll()
-        if code is not None:
+        if server.poll() is not None:
             err = (path.parent / "stderr.log").read_text(errors="replace")[-4000:]
-            return f"the kept worker exited with status {code} while starting\n{err}".strip()
+            return f"the kept worker exited while starting\n{err}".strip()
         if path.exists():
             connected = _connect(path, timeout=30.0)
             if connected is not None:
                 return connected
         time.sleep(0.05)
     with contextlib.suppress(ProcessLookupError):
-        os.killpg(popen.pid, signal.SIGKILL)
-    popen.wait()
+        os.killpg(pid, signal.SIGKILL)
     return f"the kept worker did not answer within {start_timeout:g} s"
 
 

@@ -40,6 +40,7 @@ class WorkerPool:
         kept: Callable[[int], Any] | None = None,
         kinds: Mapping[str, dict[str, Any]] | None = None,
         pythons: Mapping[str, str] | None = None,
+        finish: Callable[[TaskResult], TaskResult] | None = None,
     ) -> None:
         """``diagnostics(pid)``: what the ``prefix`` tool logged about a worker that failed,
         attached to the failed result (e.g. valgrind's report of a crash). ``kept(slot)``:
@@ -47,7 +48,9 @@ class WorkerPool:
         tasks that need a fresh process never get one. ``kinds``: task kind -> the reference
         of its runner, sent with each task of a kind a worker cannot know by name. ``pythons``:
         side label -> interpreter; a task with a ``side`` runs in a worker of that interpreter
-        (each slot keeps one per side, so sides can alternate task by task)."""
+        (each slot keeps one per side, so sides can alternate task by task). ``finish``: what
+        completes each answer here, outside the worker (the counter's part that is cheaper in
+        this process than under its tool)."""
         self.jobs = max(1, jobs)
         self.prefix = list(prefix)
         self.env = env
@@ -57,6 +60,7 @@ class WorkerPool:
         self.kept = kept
         self.kinds = dict(kinds or {})
         self.pythons = dict(pythons or {})
+        self.finish = finish
         self._workers: list[Any] = []
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -119,7 +123,7 @@ class WorkerPool:
         except (TimeoutError, WorkerDied, OSError) as exc:
             return None, TaskResult(task=task, status="failed", error=f"could not start a worker: {exc}")
         try:
-            return worker, worker.run(task, min_run_time, self.limit(task), self.kinds.get(task.kind))
+            result = worker.run(task, min_run_time, self.limit(task), self.kinds.get(task.kind))
         except TimeoutError:
             self._drop(worker)
             stderr = worker.take_stderr()
@@ -134,6 +138,7 @@ class WorkerPool:
                 raise KeyboardInterrupt from None
             message = with_stderr(str(exc), worker.take_stderr()) + self._notes(worker.proc.pid, worker)
             return None, TaskResult(task=task, status="failed", error=message)
+        return worker, self.finish(result) if self.finish is not None else result
 
     def run_on(self, worker: Any, task: Task, min_run_time: float) -> tuple[Any, TaskResult]:
         """One task on ``worker`` (None: start one), for callers that keep workers across runs

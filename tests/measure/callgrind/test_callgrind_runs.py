@@ -7,6 +7,7 @@ so each (re)start takes seconds), one Timer.collect_callgrind worker
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import shutil
@@ -23,6 +24,7 @@ import pytest
 import harness
 from harness.errors import StatementError, UsageError
 from harness.measure.callgrind.collect import shared_worker
+from harness.measure.callgrind.details import PENDING
 from harness.measure.counters.choice import get_counter
 from harness.model.task import Task
 from harness.workers.pool import WorkerPool
@@ -71,6 +73,16 @@ def test_native_counts_are_identical_across_runs(native_runs):
     assert len(a.samples) == 2
     assert a.samples[0] == a.samples[1] == b.samples[0]  # repeats and separate runs agree exactly
     assert a.extra["totals"][0] == b.extra["totals"][0]
+
+
+def test_a_counting_child_leaves_the_parsing_of_its_dump_to_the_receiver(native_runs):
+    # This pool was given no ``finish``: its answers are as the counting child sent them.
+    raw = native_runs[0]["add1"]
+    work = raw.extra[PENDING]
+    assert work["stmt"][0].startswith("# callgrind format") and "symbols" not in raw.extra
+    done = get_counter("callgrind").finish(copy.deepcopy(raw))
+    assert done.ok and PENDING not in done.extra and done.samples == raw.samples
+    assert done.extra["symbols"]  # the native loop's functions, ranked here
 
 
 def test_more_work_counts_more(native_runs):
@@ -266,6 +278,7 @@ def test_bench_mode_both_routes_and_records(cli, tmp_path: Path):
     symbols = counted["extra"]["symbols"]
     assert symbols and all(isinstance(v, float) for v in symbols.values())
     assert not any(k.endswith("]") for k in symbols)  # standardised names
+    assert PENDING not in counted["extra"]  # the dump was parsed by the run, not recorded raw
 
 
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])

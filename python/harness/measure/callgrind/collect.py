@@ -73,7 +73,7 @@ class CallgrindWorker:
             # A kept worker's valgrind logs are in its own directory.
             notes = worker.diagnostics if isinstance(worker, KeptWorker) else counter.diagnostics
             try:
-                return worker.run(task, 0.0, timeout)
+                result = worker.run(task, 0.0, timeout)
             except TimeoutError:
                 self._discard()
                 raise HarnessError(
@@ -95,6 +95,7 @@ class CallgrindWorker:
             except BaseException:  # Ctrl-C: the worker may be mid-task; do not reuse it
                 self._discard()
                 raise
+        return counter.finish(result)  # outside the lock: another thread's count need not wait for it
 
     def _discard(self) -> None:
         if self._worker is not None:

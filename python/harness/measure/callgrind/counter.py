@@ -35,9 +35,11 @@ from typing import TYPE_CHECKING, Any
 
 from harness.core import native
 from harness.errors import HarnessError, StatementError
+from harness.measure.callgrind.details import finish as finish_details
 from harness.measure.callgrind.logs import signal_name, tail, valgrind_log
 from harness.measure.callgrind.profile import Profile, parse_text, total_from_text
 from harness.measure.counters.base import CollectorOff, InstructionCounter, Sampler, fresh_code, warm_up
+from harness.model.result import TaskResult
 from harness.options import CACHE_DIR_ENV, CALLGRIND_DIR_ENV
 from harness.workers.zygote import parked_threads, pid_text
 
@@ -149,6 +151,10 @@ class CallgrindCounter(InstructionCounter):
         if self._owned is not None:
             self._owned.remove()
 
+    def finish(self, result: TaskResult) -> TaskResult:
+        """The per-function details a counting child left as its dumps' text (``details``), made here."""
+        return finish_details(result)
+
     # -- worker side ------------------------------------------------------------
     def _in_worker(self) -> tuple[Any, Path]:
         C = native().callgrind
@@ -233,7 +239,7 @@ class CallgrindCounter(InstructionCounter):
     @staticmethod
     def _profile(text: str, detail: bool, keep_text: bool) -> Profile:
         if not detail:
-            return Profile(total=total_from_text(text), exclusive={}, inclusive={})
+            return Profile(total=total_from_text(text), exclusive={}, inclusive={}, source=text if keep_text else None)
         profile = parse_text(text)
         if keep_text:
             profile.source = text

@@ -25,6 +25,7 @@ from typing import Any
 
 from harness.core import native
 from harness.measure.callgrind.profile import Profile
+from harness.model.result import TaskResult
 from harness.options import COUNTER_ENV
 
 Sampler = Callable[[int], Any]
@@ -67,6 +68,10 @@ class InstructionCounter:
     def diagnostics(self, pid: int) -> str:
         """What the counter's tool said about worker ``pid`` (for failed tasks)."""
         return ""
+
+    def finish(self, result: TaskResult) -> TaskResult:
+        """A worker's answer completed in the process that receives it (the worker pool's ``finish``)."""
+        return result
 
     def close(self) -> None:
         """Remove what ``worker_prefix()`` created (temporary files)."""

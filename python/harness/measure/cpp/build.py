@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import fcntl
+import functools
 import hashlib
 import json
 import shutil
@@ -65,6 +66,13 @@ from harness.measure.cpp.include_set import (
     remember,
 )
 from harness.measure.cpp.log import STATS, log_event
+from harness.measure.cpp.ninja_build import (
+    NinjaFailed,
+    build_module,
+    have_recipe,
+    pch_rejected,
+    record_recipe,
+)
 from harness.measure.cpp.pch import (
     PchStarter,
     pch_command,
@@ -76,7 +84,7 @@ from harness.measure.cpp.pch import (
     read_ninja,
     start_pch_build,
 )
-from harness.measure.cpp.runtime import StatementModule, runtime
+from harness.measure.cpp.runtime import StatementModule, runtime, runtime_built
 from harness.measure.cpp.statement import SECTIONS, CppStatement
 from harness.measure.cpp.toolchain import load_extension, toolchain
 
@@ -91,23 +99,26 @@ _LOCK = threading.RLock()
 
 @dataclasses.dataclass
 class CompiledStatement:
-    """A statement inside a loaded module: setup, sampler capsule, probe."""
+    """A statement inside a built module: setup, sampler capsule, probe.
+
+    The module is loaded on first use, not when it is built or found: a
+    script that only builds a statement for a worker to count (``Timer.collect_callgrind``)
+    then never loads torch's libraries (``import torch``, 1-1.6 s).
+    """
 
     statement: CppStatement
-    module: StatementModule
+    so: Path
     index: int
+    pch_used: bool
+    include_set: str
 
     @property
     def key(self) -> str:
         return self.statement.key
 
-    @property
-    def pch_used(self) -> bool:
-        return bool(self.module.pch_used)
-
-    @property
-    def include_set(self) -> str:
-        return self.module.include_set
+    @functools.cached_property
+    def module(self) -> StatementModule:
+        return _import_module(self.so.stem, self.so)
 
     def prepare(self) -> None:
         self.module.prepare(self.index)
@@ -166,9 +177,50 @@ def _file_digest(path: Path) -> str:
     return h.hexdigest()
 
 
-def _mark_complete(so: Path) -> None:
-    atomic_write_text(so.parent / COMPLETE, json.dumps({"file": so.name, "bytes": so.stat().st_size,
-                                                        "sha256": _file_digest(so)}))
+@dataclasses.dataclass(frozen=True)
+class _Built:
+    """What a module's completion marker says of it besides its bytes: its statements' keys in order,
+    whether its TUs used the PCH, its include set (what the module itself answers once loaded)."""
+
+    keys: tuple[str, ...]
+    pch_used: bool
+    include_set: str
+
+
+def _mark_complete(so: Path, built: _Built) -> None:
+    atomic_write_text(so.parent / COMPLETE, json.dumps({
+        "file": so.name, "bytes": so.stat().st_size, "sha256": _file_digest(so),
+        "keys": list(built.keys), "pch_used": built.pch_used, "include_set": built.include_set}))
+
+
+def _described(so: Path) -> _Built | None:
+    """The marker's description of a module ``_damage`` found intact, else None (then the module is loaded to ask)."""
+    try:
+        mark = json.loads((so.parent / COMPLETE).read_text())
+        keys, pch_used, include_set = mark["keys"], mark["pch_used"], mark["include_set"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if (isinstance(keys, list) and all(isinstance(k, str) for k in keys) and isinstance(pch_used, bool)
+            and isinstance(include_set, str)):
+        return _Built(tuple(keys), pch_used, include_set)
+    return None
+
+
+def _describe(name: str, so: Path) -> _Built | None:
+    """The module's keys, PCH use and include set: from its marker, or by loading it (None, after one line
+    on stderr, when it is damaged)."""
+    why = _damage(so)
+    if why is None:
+        described = _described(so)
+        if described is not None:
+            return described
+        try:
+            module = _import_module(name, so)
+            return _Built(tuple(module.keys), bool(module.pch_used), module.include_set)
+        except BuildError as exc:  # e.g. "file too short": a module from before markers, truncated
+            why = f"it does not load: {exc}"
+    _report_damage(so, why)
+    return None
 
 
 def _damage(so: Path) -> str | None:
@@ -200,18 +252,6 @@ def _report_damage(so: Path, why: str) -> None:
     log_event("damaged_module", module=so.stem, reason=why)
 
 
-def _import_checked(name: str, so: Path) -> StatementModule | None:
-    """The cached module, or None (after one line on stderr) when it is damaged."""
-    why = _damage(so)
-    if why is None:
-        try:
-            return _import_module(name, so)
-        except BuildError as exc:  # e.g. "file too short": a module from before markers, truncated
-            why = f"it does not load: {exc}"
-    _report_damage(so, why)
-    return None
-
-
 def _lookup(statement: CppStatement) -> CompiledStatement | str | None:
     """A cached compile of this statement, its cached compile error, or None."""
     try:
@@ -231,12 +271,12 @@ def _lookup(statement: CppStatement) -> CompiledStatement | str | None:
     so = _module_dir(name.removeprefix("hstmt_")) / f"{name}.so"
     if not so.exists():
         return None
-    module = _import_checked(name, so)  # a damaged module is rebuilt by the build that follows
-    if module is None:
+    built = _describe(name, so)  # a damaged module is rebuilt by the build that follows
+    if built is None:
         return None
-    if index >= len(module.keys) or module.keys[index] != statement.key:
+    if index >= len(built.keys) or built.keys[index] != statement.key:
         return None
-    return CompiledStatement(statement, module, index)
+    return CompiledStatement(statement, so, index, built.pch_used, built.include_set)
 
 
 @contextlib.contextmanager
@@ -265,10 +305,11 @@ class _CompileFailed(Exception):
         self.output = output
 
 
-def _compile(statements: list[CppStatement], include_set: str) -> tuple[StatementModule, str, float | None]:
-    """Compile and load one module holding ``statements``; raises _CompileFailed with the compiler's output.
+def _compile(statements: list[CppStatement], include_set: str) -> tuple[Path, _Built, float | None]:
+    """Compile the module holding ``statements``; raises _CompileFailed with the compiler's output.
 
-    The seconds compiling, or None when another process built the same module while we waited for its lock.
+    The module's file, what it holds, and the seconds compiling (None when another process built it
+    while we waited for its lock).
     """
     tc = toolchain()
     module_key = hashlib.sha256(
@@ -278,9 +319,9 @@ def _compile(statements: list[CppStatement], include_set: str) -> tuple[Statemen
     with _file_lock(build_dir.parent / f"{module_key}.lock"):
         so = build_dir / f"{name}.so"
         if so.exists():
-            module = _import_checked(name, so) if name not in _LOADED else _LOADED[name]
-            if module is not None:
-                return module, name, None
+            built = _describe(name, so)
+            if built is not None:
+                return so, built, None
             # Damaged: nothing in the directory is trusted (ninja would keep a truncated
             # .so or .o that looks newer than its sources).
             shutil.rmtree(build_dir, ignore_errors=True)
@@ -297,29 +338,49 @@ def _compile(statements: list[CppStatement], include_set: str) -> tuple[Statemen
         cflags = [*tc.extra_cflags, "-Winvalid-pch"]
         use_pch = pch_enabled()
         pch_set = precompiled(include_set)
-        cflags[0:0] = ["-include", str(pch_header(pch_set) if use_pch else plain_header(pch_set))]
+        header = str(pch_header(pch_set) if use_pch else plain_header(pch_set))
+        cflags[0:0] = ["-include", header]
         had_pch = use_pch and pch_intact(pch_set)
+        # The first module of a toolchain is built by cpp_extension, which also builds the runtime (in a
+        # thread, beside it) and leaves the recipe every later module is built with, without torch.
+        replay = have_recipe() and runtime_built()
         starter = PchStarter(build_dir, pch_set) if use_pch and not had_pch else None
         if starter is not None:
             starter.start()
-        # The runtime (once per toolchain) builds beside the first module, not after it.
-        runtime_ready = threading.Thread(target=_quietly(runtime), daemon=True)
-        runtime_ready.start()
+        runtime_ready = None
+        if not replay:
+            # Imported here, before the thread: two threads importing torch at once fail
+            # ("partially initialized module"), and cpp_extension imports torch.
+            import torch.utils.cpp_extension  # noqa: F401
+
+            runtime_ready = threading.Thread(target=_quietly(runtime), daemon=True)
+            runtime_ready.start()
         t0 = time.monotonic()
         try:
-            # A plain shared library: the runtime loads it (no Python headers in statement TUs).
-            load_extension(name, sources, build_dir, cflags, python_module=False)
+            if replay:
+                rejected = pch_rejected(build_module(name, sources, build_dir, header))
+            else:
+                # A plain shared library: the runtime loads it (no Python headers in statement TUs).
+                load_extension(name, sources, build_dir, cflags, python_module=False)
+        except NinjaFailed as exc:
+            raise _CompileFailed(exc.output) from None
         except Exception as exc:  # cpp_extension raises RuntimeError carrying ninja's output
             raise _CompileFailed(str(exc)) from None
         finally:
             if starter is not None:
                 starter.done.set()
-            runtime_ready.join()
+            if runtime_ready is not None:
+                runtime_ready.join()
         seconds = time.monotonic() - t0
-        sys.modules.pop(name, None)
-        module = _import_module(name, so)
-        _mark_complete(so)  # last: a module without it was never finished (or predates markers)
-        if use_pch and had_pch and not module.pch_used:
+        if replay:
+            built = _Built(tuple(s.key for s in statements), had_pch and not rejected, include_set)
+        else:
+            sys.modules.pop(name, None)
+            module = _import_module(name, so)
+            built = _Built(tuple(module.keys), bool(module.pch_used), module.include_set)
+            record_recipe(build_dir, name, header)
+        _mark_complete(so, built)  # last: a module without it was never finished (or predates markers)
+        if use_pch and had_pch and not built.pch_used:
             # g++ rejected the .gch (stale: flags or headers differ): rebuild it with this build's flags.
             log_event("pch_rejected", module=name, include_set=pch_set)
             with contextlib.suppress(FileNotFoundError):
@@ -328,7 +389,7 @@ def _compile(statements: list[CppStatement], include_set: str) -> tuple[Statemen
             found = read_ninja(build_dir)
             if found is not None:
                 start_pch_build(pch_command(*found, pch_set), pch_set)
-        return module, name, seconds
+        return so, built, seconds
 
 
 def _record(statements: list[CppStatement], name: str) -> None:
@@ -341,7 +402,7 @@ def _build_batch(statements: list[CppStatement], report: BuildReport, include_se
     retry_full: list[CppStatement] = []
     while remaining:
         try:
-            module, name, seconds = _compile(remaining, include_set)
+            so, built, seconds = _compile(remaining, include_set)
         except _CompileFailed as failure:
             groups: dict[str, list[int]] = {}
             for i, s in enumerate(remaining):
@@ -389,15 +450,16 @@ def _build_batch(statements: list[CppStatement], report: BuildReport, include_se
             _build_batch(remaining[:half], report, include_set)
             _build_batch(remaining[half:], report, include_set)
             break
+        name = so.stem
         _record(remaining, name)
         for i, s in enumerate(remaining):
-            report.compiled[s.key] = CompiledStatement(s, module, i)
+            report.compiled[s.key] = CompiledStatement(s, so, i, built.pch_used, built.include_set)
         if seconds is None:
             log_event("shared_builds", module=name, statements=len(remaining), include_set=include_set)
             break
         log_event("builds", module=name, statements=len(remaining), seconds=round(seconds, 2),
-                  pch_used=bool(module.pch_used), include_set=include_set)
-        if module.pch_used:
+                  pch_used=built.pch_used, include_set=include_set)
+        if built.pch_used:
             STATS["pch_used_builds"] += 1
         report.built += len(remaining)
         report.modules.append(name)

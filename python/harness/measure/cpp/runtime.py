@@ -99,12 +99,21 @@ def _compile(name: str, build_dir: Path) -> ModuleType:
     return module
 
 
+def runtime_built() -> bool:
+    """Whether this toolchain's runtime is built (it may be loaded later, without building)."""
+    so = runtime_dir() / f"{_name()}.so"
+    return _RUNTIME is not None or (so.exists() and truncated_library(so) is None)
+
+
 def runtime() -> ModuleType:
     """The loaded runtime, built first if this toolchain has none (or a damaged one)."""
     global _RUNTIME
     with _LOCK:
         if _RUNTIME is not None:
             return _RUNTIME
+        # The runtime links torch's libraries, which only torch's import puts where the loader finds
+        # them; without it a good runtime would not load and be taken for a damaged one.
+        import torch  # noqa: F401
         name = _name()
         build_dir = runtime_dir()
         so = build_dir / f"{name}.so"  # cpp_extension names it so, whatever the Python

@@ -13,7 +13,9 @@ import contextlib
 import dataclasses
 import functools
 import hashlib
+import importlib.util
 import json
+import re
 import subprocess
 import sysconfig
 import tempfile
@@ -106,10 +108,30 @@ def _fast_linker(cxx: str) -> list[str]:
     return ["-fuse-ld=gold"] if code == 0 and "gold" in out.lower() else []
 
 
-@functools.cache
-def toolchain() -> Toolchain:
+_VERSION_LINE = re.compile(r"""^__version__\s*=\s*['"]([^'"]+)['"]\s*$""", re.MULTILINE)
+
+
+def _torch_install() -> tuple[str, str]:
+    """torch's version and its C++ include directory, read from its files: what ``torch.__version__`` and
+    ``torch.__file__`` say, without ``import torch`` (1-1.6 s a process, most of what a client that counts
+    a new C++ statement with a warm worker would otherwise spend besides the compiler).
+
+    torch's own ``torch/version.py`` is the file ``torch.__version__`` comes from; where it cannot be read
+    (a source checkout, an unusual install), torch is imported.
+    """
+    spec = importlib.util.find_spec("torch")
+    if spec is not None and spec.origin:
+        root = Path(spec.origin).resolve().parent
+        with contextlib.suppress(OSError):
+            if m := _VERSION_LINE.search((root / "version.py").read_text(encoding="utf-8")):
+                return m.group(1), str(root / "include")
     import torch
 
+    return str(torch.__version__), str(Path(torch.__file__).resolve().parent / "include")
+
+
+@functools.cache
+def toolchain() -> Toolchain:
     # cpp_extension's own rules (get_cxx_compiler, include_paths()[0]), without
     # importing it: it imports setuptools, most of a cached statement's cost.
     chosen = env(CXX_ENV)
@@ -118,7 +140,7 @@ def toolchain() -> Toolchain:
         raise BuildError(f"{CXX_ENV} is set but empty: name a C++ compiler (g++ >= 10 or clang++), "
                          "or unset it for c++")
     cxx = chosen or "c++"
-    torch_include = str(Path(torch.__file__).resolve().parent / "include")
+    torch_version, torch_include = _torch_install()
     try:
         version = (_run([cxx, "--version"]).splitlines() or [""])[0].strip()
     except BuildError as exc:
@@ -144,7 +166,7 @@ def toolchain() -> Toolchain:
         cxx=cxx,
         version=version,
         gcc_major=gcc_major,
-        torch_version=torch.__version__,
+        torch_version=torch_version,
         torch_include=torch_include,
         ext_suffix=sysconfig.get_config_var("EXT_SUFFIX") or ".so",
         extra_cflags=tuple(extra),
