@@ -155,3 +155,26 @@ def test_max_jobs(tmp_path: Path):
     for unlimited in (None, "", "many"):
         (first_start, first_end), (second_start, _) = _compile_intervals(unlimited)
         assert second_start < first_end  # side by side
+
+
+def test_a_recipe_written_from_another_checkout_or_python_is_not_used(tmp_path: Path, monkeypatch):
+    """The rules name harness's header directories and Python's, which the toolchain key does not: a
+    recipe from elsewhere would compile against another checkout's headers (or ones deleted since)."""
+    recipe = tmp_path / "recipe.json"
+    monkeypatch.setattr(ninja_build, "_recipe_path", lambda: recipe)
+    build_dir = tmp_path / "module"
+    build_dir.mkdir()
+    header = "/cache/pch/lean/harness_stmt_pch.h"
+    (build_dir / "build.ninja").write_text(
+        f"ninja_required_version = 1.3\ncxx = c++\ncflags = -DTORCH_EXTENSION_NAME=hstmt_a -include {header} -O2\n"
+        "rule compile\n  command = $cxx $cflags -c $in -o $out\nrule link\n  command = $cxx $in -o $out\n"
+        "\nbuild tu0.o: compile tu0.cpp\nbuild hstmt_a.so: link tu0.o\ndefault hstmt_a.so\n")
+    ninja_build.record_recipe(build_dir, "hstmt_a", header)
+    assert ninja_build.have_recipe()
+    written = json.loads(recipe.read_text())
+    elsewhere = {**written, "context": written["context"].replace(str(REPO), "/another/checkout")}
+    assert elsewhere["context"] != written["context"]
+    recipe.write_text(json.dumps(elsewhere))
+    assert not ninja_build.have_recipe()
+    ninja_build.record_recipe(build_dir, "hstmt_a", header)  # the next cpp_extension build's rules replace it
+    assert json.loads(recipe.read_text()) == written and ninja_build.have_recipe()

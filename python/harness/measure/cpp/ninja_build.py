@@ -12,7 +12,10 @@ modules write the same header with their own name and sources, and run ninja
 as ``cpp_extension`` does (``ninja -v``, ``-j $MAX_JOBS`` when set). The
 flags are the recorded ones, byte for byte, so a module compiled either way
 is the same module, and one torch or compiler change makes a new toolchain
-(``measure.cpp.toolchain``) with no recipe yet.
+(``measure.cpp.toolchain``) with no recipe yet. The rules also name paths the
+toolchain key does not (harness's header directories, Python's): a recipe is
+used only where they are this process's, else replaced by the next module
+cpp_extension builds.
 """
 
 from __future__ import annotations
@@ -22,11 +25,12 @@ import json
 import re
 import shutil
 import subprocess
+import sysconfig
 from collections.abc import Sequence
 from pathlib import Path
 
 from harness.files.atomic import atomic_write_text
-from harness.measure.cpp.toolchain import toolchain
+from harness.measure.cpp.toolchain import include_dirs, toolchain
 from harness.options import MAX_JOBS_ENV, env
 
 RECIPE = "recipe.json"
@@ -45,10 +49,18 @@ def _recipe_path() -> Path:
     return toolchain().root / RECIPE
 
 
+def _context() -> str:
+    """What the rules name that the toolchain key does not: the directories of harness's headers (a
+    checkout's, or an install's) and of Python's. A recipe written from another checkout or another
+    Python would compile against its files, or against files that have gone since."""
+    return json.dumps({"include_dirs": [str(d) for d in include_dirs()],
+                       "python_include": sysconfig.get_paths().get("include", "")}, sort_keys=True)
+
+
 def record_recipe(build_dir: Path, name: str, header: str) -> None:
     """Keep the variables and rules of the ``build.ninja`` cpp_extension wrote for module ``name``,
     whose TUs were given ``-include header`` (each module names its include set's)."""
-    if _recipe_path().exists():
+    if _recipe() is not None:
         return
     try:
         text = (build_dir / "build.ninja").read_text(encoding="utf-8")
@@ -60,17 +72,21 @@ def record_recipe(build_dir: Path, name: str, header: str) -> None:
     if (not sep or rules.count(f"{_NAME_DEFINE}{name} ") != 1 or rules.count(f"-include {header} ") != 1
             or re.search(r"^rule (?!compile$|link$)", rules, re.M)):
         return
-    atomic_write_text(_recipe_path(), json.dumps({"name": name, "include": header, "rules": rules + "\n"}))
+    atomic_write_text(_recipe_path(), json.dumps({"name": name, "include": header, "rules": rules + "\n",
+                                                  "context": _context()}))
 
 
 def _recipe() -> dict[str, str] | None:
+    """The toolchain's recipe, if there is one for this checkout and Python (else the next module is
+    built by cpp_extension and its rules replace it)."""
     try:
         recipe = json.loads(_recipe_path().read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    if not isinstance(recipe, dict) or not all(isinstance(recipe.get(k), str) for k in ("name", "include", "rules")):
+    if not isinstance(recipe, dict) or not all(
+            isinstance(recipe.get(k), str) for k in ("name", "include", "rules", "context")):
         return None
-    return recipe
+    return recipe if recipe["context"] == _context() else None
 
 
 def have_recipe() -> bool:
