@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from conftest import run_cli
+from harness.cluster.remote import RAY_SLOTS
 from process_scan import processes_with
 
 pytest.importorskip("ray", reason="Ray is not installed: pip install -e '.[ray]' (scripts/setup.sh --test does)")
@@ -58,10 +59,11 @@ def test_workers_start_without_the_variables_ray_sets():
 
 
 KEPT_SERVERS = "import json; from harness.workers.registry import kept_workers; " \
-    "print(json.dumps(sorted(w['server'] for w in kept_workers())))"
+    "print(json.dumps(sorted([w['server'], w['slot']] for w in kept_workers())))"
 
 
-def _kept_servers(env: dict[str, str]) -> list[int]:
+def _kept_servers(env: dict[str, str]) -> list[list[int]]:
+    """[server pid, slot] of each kept worker alive under ``env``'s TMPDIR."""
     r = subprocess.run([sys.executable, "-c", KEPT_SERVERS], cwd=REPO, env={**os.environ, **env},
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
@@ -85,9 +87,13 @@ def test_ray_counts_equal_the_serial_counts_and_the_next_ray_run_reuses_kept_wor
             r = run_cli("bench", *DISPATCH, *keep, "--executor", "ray", "-o", str(out), env=env, unset=RAYS_OWN)
             assert r.returncode == 0, r.stderr
             servers.append(_kept_servers(env))
-        # The first Ray run left its workers kept (one per Ray worker process that counted); the
-        # second borrowed them: the same processes, none started.
-        assert 1 <= len(servers[0]) <= 2 and servers[1] == servers[0], servers
+        # The first Ray run left its workers kept, in Ray's own slots (one per Ray worker process
+        # that counted, two CPUs at most), and they outlived its Ray worker processes.
+        assert servers[0], "the first Ray run left no kept worker"
+        assert len(servers[0]) <= 2, servers[0]
+        assert all(slot >= RAY_SLOTS for _, slot in servers[0]), servers[0]
+        # The second borrowed them: the same processes in the same slots, none started.
+        assert servers[1] == servers[0], servers
     finally:
         run_cli("workers", "stop", env=env)
         shutil.rmtree(env["TMPDIR"], ignore_errors=True)

@@ -156,22 +156,20 @@ def run_remote(task_json: dict[str, Any], min_run_time: float, timeout: float, c
     if why is not None:
         result = TaskResult(task=task, status="failed", error=f"node {node['ip']} ({node['host']}) refused: {why}")
     else:
-        with _driver_environment(environ, cwd):  # the counter's files, as its workers, where the driver's go
+        starting = _WORKERS.get(counter_name, (None, None))[1] is None or bool(task.params.get("fresh_worker"))
+        # A worker that starts here, and the counter's files, are where the driver's would be.
+        with _driver_environment(environ, cwd) if starting else contextlib.nullcontext():
             pool, worker = _pool(counter_name, timeout, kinds, keep)
-        if worker is not None and task.params.get("fresh_worker"):
-            worker.close()  # its figure depends on what the process ran before (see WorkerPool.run)
-            worker = None
-        try:
-            if worker is None:
-                with _driver_environment(environ, cwd):
-                    worker, result = pool.run_on(worker, task, min_run_time)
-            else:
+            if worker is not None and task.params.get("fresh_worker"):
+                worker.close()  # its figure depends on what the process ran before (see WorkerPool.run)
+                worker = None
+            try:
                 worker, result = pool.run_on(worker, task, min_run_time)
-        except BaseException:
-            # Cancelled (Ctrl-C on the driver): harness's worker goes with the task.
-            pool.shutdown()
-            _WORKERS.pop(counter_name, None)
-            raise
+            except BaseException:
+                # Cancelled (Ctrl-C on the driver): harness's worker goes with the task.
+                pool.shutdown()
+                _WORKERS.pop(counter_name, None)
+                raise
         _WORKERS[counter_name] = (pool, worker)
     result.extra["node"] = {**node, "started": started, "finished": time.time()}
     return result.to_json()

@@ -108,7 +108,7 @@ def test_the_replayed_rules_run_the_commands_cpp_extension_runs(tmp_path: Path):
             load_extension("hstmt_same", [str(source)], d, ["-include", header, *tc.extra_cflags, "-Winvalid-pch"],
                            python_module=False)
         else:
-            ninja_build.build_module("hstmt_same", [str(source)], d, header)
+            ninja_build.build_module(ninja_build.recipe(), "hstmt_same", [str(source)], d, header)
         assert (d / "hstmt_same.so").is_file()
         listed = subprocess.run(["ninja", "-t", "commands"], cwd=d, capture_output=True, text=True, check=True)
         commands.append(listed.stdout.replace(str(d), "DIR"))

@@ -69,8 +69,8 @@ from harness.measure.cpp.log import STATS, log_event
 from harness.measure.cpp.ninja_build import (
     NinjaFailed,
     build_module,
-    have_recipe,
     pch_rejected,
+    recipe,
     record_recipe,
 )
 from harness.measure.cpp.pch import (
@@ -166,7 +166,8 @@ def _import_module(name: str, path: Path) -> StatementModule:
 
 
 COMPLETE = "complete.json"  # written last into a module's directory: the .so's size and hash
-_INTACT: set[Path] = set()  # modules this process has checked
+# Modules this process found intact, with what their marker says of them (None: an older marker).
+_INTACT: dict[Path, _Built | None] = {}
 
 
 def _file_digest(path: Path) -> str:
@@ -193,13 +194,9 @@ def _mark_complete(so: Path, built: _Built) -> None:
         "keys": list(built.keys), "pch_used": built.pch_used, "include_set": built.include_set}))
 
 
-def _described(so: Path) -> _Built | None:
-    """The marker's description of a module ``_damage`` found intact, else None (then the module is loaded to ask)."""
-    try:
-        mark = json.loads((so.parent / COMPLETE).read_text())
-        keys, pch_used, include_set = mark["keys"], mark["pch_used"], mark["include_set"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
+def _described(mark: dict[str, Any]) -> _Built | None:
+    """A marker's description of its module, or None (a marker from before markers described modules)."""
+    keys, pch_used, include_set = mark.get("keys"), mark.get("pch_used"), mark.get("include_set")
     if (isinstance(keys, list) and all(isinstance(k, str) for k in keys) and isinstance(pch_used, bool)
             and isinstance(include_set, str)):
         return _Built(tuple(keys), pch_used, include_set)
@@ -211,7 +208,7 @@ def _describe(name: str, so: Path) -> _Built | None:
     on stderr, when it is damaged)."""
     why = _damage(so)
     if why is None:
-        described = _described(so)
+        described = _INTACT.get(so)
         if described is not None:
             return described
         try:
@@ -243,7 +240,7 @@ def _damage(so: Path) -> str | None:
         return f"{size} bytes where {mark.get('bytes')} were written"
     if _file_digest(so) != mark.get("sha256"):
         return "its content differs from what was built"
-    _INTACT.add(so)
+    _INTACT[so] = _described(mark)
     return None
 
 
@@ -343,12 +340,12 @@ def _compile(statements: list[CppStatement], include_set: str) -> tuple[Path, _B
         had_pch = use_pch and pch_intact(pch_set)
         # The first module of a toolchain is built by cpp_extension, which also builds the runtime (in a
         # thread, beside it) and leaves the recipe every later module is built with, without torch.
-        replay = have_recipe() and runtime_built()
+        rules = recipe() if runtime_built() else None
         starter = PchStarter(build_dir, pch_set) if use_pch and not had_pch else None
         if starter is not None:
             starter.start()
         runtime_ready = None
-        if not replay:
+        if rules is None:
             # Imported here, before the thread: two threads importing torch at once fail
             # ("partially initialized module"), and cpp_extension imports torch.
             import torch.utils.cpp_extension  # noqa: F401
@@ -357,8 +354,8 @@ def _compile(statements: list[CppStatement], include_set: str) -> tuple[Path, _B
             runtime_ready.start()
         t0 = time.monotonic()
         try:
-            if replay:
-                rejected = pch_rejected(build_module(name, sources, build_dir, header))
+            if rules is not None:
+                rejected = pch_rejected(build_module(rules, name, sources, build_dir, header))
             else:
                 # A plain shared library: the runtime loads it (no Python headers in statement TUs).
                 load_extension(name, sources, build_dir, cflags, python_module=False)
@@ -372,7 +369,7 @@ def _compile(statements: list[CppStatement], include_set: str) -> tuple[Path, _B
             if runtime_ready is not None:
                 runtime_ready.join()
         seconds = time.monotonic() - t0
-        if replay:
+        if rules is not None:
             built = _Built(tuple(s.key for s in statements), had_pch and not rejected, include_set)
         else:
             sys.modules.pop(name, None)

@@ -20,7 +20,6 @@ cpp_extension builds.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 import shutil
@@ -60,7 +59,7 @@ def _context() -> str:
 def record_recipe(build_dir: Path, name: str, header: str) -> None:
     """Keep the variables and rules of the ``build.ninja`` cpp_extension wrote for module ``name``,
     whose TUs were given ``-include header`` (each module names its include set's)."""
-    if _recipe() is not None:
+    if recipe() is not None:
         return
     try:
         text = (build_dir / "build.ninja").read_text(encoding="utf-8")
@@ -76,7 +75,7 @@ def record_recipe(build_dir: Path, name: str, header: str) -> None:
                                                   "context": _context()}))
 
 
-def _recipe() -> dict[str, str] | None:
+def recipe() -> dict[str, str] | None:
     """The toolchain's recipe, if there is one for this checkout and Python (else the next module is
     built by cpp_extension and its rules replace it)."""
     try:
@@ -90,32 +89,26 @@ def _recipe() -> dict[str, str] | None:
 
 
 def have_recipe() -> bool:
-    return _recipe() is not None
+    return recipe() is not None
 
 
 def _escape(path: str) -> str:
     return re.sub(r"([ :$])", r"$\1", path)  # ninja's escapes for a path in a build line
 
 
-def build_module(name: str, sources: Sequence[str], build_dir: Path, header: str) -> str:
-    """Compile ``sources``, each given ``-include header``, into ``build_dir/<name>.so`` with the recorded
-    rules; ninja's output.
+def build_module(rules_of: dict[str, str], name: str, sources: Sequence[str], build_dir: Path, header: str) -> str:
+    """Compile ``sources``, each given ``-include header``, into ``build_dir/<name>.so`` with the rules of
+    the recipe ``rules_of`` (``recipe()``); ninja's output.
 
     NinjaFailed, with the output, when a compile or the link fails.
     """
-    recipe = _recipe()
-    if recipe is None:
-        raise NinjaFailed(f"no recipe in {_recipe_path()}: build this module with cpp_extension")
-    rules = (recipe["rules"].replace(f"{_NAME_DEFINE}{recipe['name']} ", f"{_NAME_DEFINE}{name} ")
-             .replace(f"-include {recipe['include']} ", f"-include {header} "))
+    rules = (rules_of["rules"].replace(f"{_NAME_DEFINE}{rules_of['name']} ", f"{_NAME_DEFINE}{name} ")
+             .replace(f"-include {rules_of['include']} ", f"-include {header} "))
     objects = [f"{Path(s).stem}.o" for s in sources]
     lines = [rules]
     lines += [f"build {o}: compile {_escape(s)}" for o, s in zip(objects, sources, strict=True)]
     lines += [f"build {name}.so: link {' '.join(objects)}", f"default {name}.so", ""]
-    for stale in ("lock", "build.ninja"):
-        with contextlib.suppress(FileNotFoundError):
-            (build_dir / stale).unlink()
-    atomic_write_text(build_dir / "build.ninja", "\n".join(lines))
+    atomic_write_text(build_dir / "build.ninja", "\n".join(lines))  # replaces a killed build's whole
     command = [shutil.which("ninja") or "ninja", "-v"]
     jobs = env(MAX_JOBS_ENV)
     if jobs is not None and jobs.isdigit():
