@@ -10,9 +10,14 @@ Prints, from one run on this machine:
      compared: this shared VM drifts by 10-15% within minutes, which in one fixed order
      landed on whichever configuration ran last.
      Every run starts its own workers (--keep-worker 0); with --warm, serial, --jobs 2 and Ray run
-     again with kept workers (the default) that untimed runs started first. Every Ray run starts
-     and stops a local Ray of its own, as `bench --executor ray` without --address does; what that
-     costs alone (ray.init, a first task on each worker, ray.shutdown) is timed too and shown.
+     again with kept workers (the default) that untimed runs started first. Ray runs twice over:
+     "ray, 2 workers" starts and stops a local Ray of its own, as `bench --executor ray` without
+     --address does (what that costs alone, ray.init, a first task on each worker and
+     ray.shutdown, is timed too and shown); "ray cluster, 2 workers" joins a Ray of 2 CPUs that
+     this script started before with `ray start --head` (--address), as a run joins the cluster
+     it spreads over, each run a Ray job of its own with new Ray worker processes (what such a
+     job costs alone, the driver's connection, a first task on each CPU and its disconnection, is
+     timed too and shown).
                                      targets: --jobs 2 >= 1.6x serial (cold), >= 1.8x (warm);
                                      Ray within 10% of --jobs 2
   2. whether Ray's and --jobs 2's counts are identical to the serial counts (task by task)
@@ -32,11 +37,17 @@ It is slow under callgrind (the whole dispatch suite six times: about 16 minutes
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
+import socket
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from harness import kinds
@@ -44,7 +55,7 @@ from harness.bench import prepare, run_tasks
 from harness.define.discovery import select_suites
 from harness.define.selection import select, with_mode
 from harness.model.task import Task
-from harness.options import RunOptions
+from harness.options import WALL_RESOURCE, RunOptions
 from harness.records.store import load_runs
 from harness.run.shards import durations_of, makespan
 from harness.workers.registry import stop_all
@@ -75,7 +86,44 @@ def _ray_alone() -> float:
     from harness.cluster.executor import OBJECT_STORE_BYTES
 
     start = time.perf_counter()
-    ray.init(num_cpus=2, object_store_memory=OBJECT_STORE_BYTES, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=2, object_store_memory=OBJECT_STORE_BYTES, include_dashboard=False,
+             log_to_driver=False)
+    nothing = ray.remote(_nothing)
+    ray.get([nothing.remote() for _ in range(2)])
+    ray.shutdown()
+    return time.perf_counter() - start
+
+
+@contextmanager
+def _ray_cluster() -> Iterator[str]:
+    """A Ray head of 2 CPUs, started as a cluster's head is (`ray start --head`, the resource
+    harness schedules wall-time tasks by), its address while it runs; stopped after. Without
+    token authentication: Ray 2.60's default, which a fresh driver joining by address (not
+    `auto`) fails, until a local Ray has run in its process."""
+    from harness.cluster.executor import OBJECT_STORE_BYTES
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    ray = [sys.executable, "-m", "ray.scripts.scripts"]
+    subprocess.run([*ray, "start", "--head", f"--port={port}", "--num-cpus=2",
+                    f"--resources={json.dumps({WALL_RESOURCE: 1})}", f"--object-store-memory={OBJECT_STORE_BYTES}",
+                    "--include-dashboard=false", "--disable-usage-stats"],
+                   check=True, capture_output=True, env={**os.environ, "RAY_AUTH_MODE": "disabled"})
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        subprocess.run([*ray, "stop", "--force"], capture_output=True, check=False)
+
+
+def _ray_job_alone(address: str) -> float:
+    """Seconds a Ray job takes on the running cluster at ``address`` with no harness in it: the driver
+    connects, a task runs on each of its 2 CPUs (new worker processes: each job gets its own), and it
+    disconnects. What every `bench --address` run pays Ray."""
+    import ray
+
+    start = time.perf_counter()
+    ray.init(address=address, include_dashboard=False, log_to_driver=False)
     nothing = ray.remote(_nothing)
     ray.get([nothing.remote() for _ in range(2)])
     ray.shutdown()
@@ -107,47 +155,64 @@ def main() -> None:
     prepare(tasks)  # C++ statements built and cached before any timed run, so no run pays for them
     # Cold: every run starts its own workers (--keep-worker 0), as Ray's runs always do. Warm: kept
     # workers (the default) that an untimed run started, in a TMPDIR of this script's own.
-    configs = {
-        "serial": RunOptions(keep_worker=0, **common),
-        "--jobs 2": RunOptions(jobs=2, keep_worker=0, **common),
-        "ray, 2 workers": RunOptions(executor="ray", jobs=2, keep_worker=0, **common),
-    }
-    if args.warm:
-        configs["serial, warm"] = RunOptions(keep_worker=900, **common)
-        configs["--jobs 2, warm"] = RunOptions(jobs=2, keep_worker=900, **common)
-        configs["ray, 2 workers, warm"] = RunOptions(executor="ray", jobs=2, keep_worker=900, **common)
     private = tempfile.mkdtemp(prefix="hsc", dir="/tmp")
     os.environ["TMPDIR"] = private
     tempfile.tempdir = None
     try:
-        if args.warm:
-            run_tasks(tasks, configs["--jobs 2, warm"])  # starts the kept workers of both slots
-            run_tasks(tasks, configs["ray, 2 workers, warm"])  # and Ray's (slots of their own)
-        ray_alone = _ray_alone()
-        seconds: dict[str, list[float]] = {label: [] for label in configs}
-        records: dict[str, list] = {label: [] for label in configs}
-        for label in _order(list(configs), args.rounds):
-            taken, record = _timed(tasks, configs[label])
-            seconds[label].append(taken)
-            records[label].append(record)
+        with _ray_cluster() as address:
+            cluster = {"executor": "ray", "jobs": 2, "address": address}
+            configs = {
+                "serial": RunOptions(keep_worker=0, **common),
+                "--jobs 2": RunOptions(jobs=2, keep_worker=0, **common),
+                "ray, 2 workers": RunOptions(executor="ray", jobs=2, keep_worker=0, **common),
+                "ray cluster, 2 workers": RunOptions(keep_worker=0, **cluster, **common),
+            }
+            if args.warm:
+                configs["serial, warm"] = RunOptions(keep_worker=900, **common)
+                configs["--jobs 2, warm"] = RunOptions(jobs=2, keep_worker=900, **common)
+                configs["ray, 2 workers, warm"] = RunOptions(executor="ray", jobs=2, keep_worker=900, **common)
+                configs["ray cluster, 2 workers, warm"] = RunOptions(keep_worker=900, **cluster, **common)
+                run_tasks(tasks, configs["--jobs 2, warm"])  # starts the kept workers of both slots
+                run_tasks(tasks, configs["ray, 2 workers, warm"])  # and Ray's (slots of their own)
+                run_tasks(tasks, configs["ray cluster, 2 workers, warm"])  # and the cluster's Ray workers'
+            ray_alone = _ray_alone()
+            job_alone = _ray_job_alone(address)
+            seconds, records = _run_all(tasks, configs, args.rounds)
     finally:
         stop_all()  # this script's kept workers: its TMPDIR's
         shutil.rmtree(private, ignore_errors=True)
+    _report(seconds, records, ray_alone, job_alone, args.warm)
+    _predict(records, args.compile_time)
+
+
+def _run_all(tasks: list[Task], configs: dict[str, RunOptions], rounds: int) -> tuple[dict, dict]:
+    seconds: dict[str, list[float]] = {label: [] for label in configs}
+    records: dict[str, list] = {label: [] for label in configs}
+    for label in _order(list(configs), rounds):
+        taken, record = _timed(tasks, configs[label])
+        seconds[label].append(taken)
+        records[label].append(record)
+    return seconds, records
+
+
+def _report(seconds: dict[str, list[float]], records: dict[str, list], ray_alone: float, job_alone: float,
+            warm: bool) -> None:
     mean = {label: statistics.fmean(values) for label, values in seconds.items()}
     for label, values in seconds.items():
         base = mean["serial, warm" if label.endswith("warm") else "serial"]
         each = " ".join(f"{v:.1f}" for v in values)
-        print(f"  {label:<16} {mean[label]:8.1f} s   speedup {base / mean[label]:5.2f}x   (runs: {each} s)")
-    jobs_s, ray_s = mean["--jobs 2"], mean["ray, 2 workers"]
-    print(f"  a local Ray's own start and stop (no harness): {ray_alone:.1f} s")
-    print(f"  targets: --jobs 2 cold >= 1.6x ({mean['serial'] / jobs_s:.2f}x); "
-          f"Ray within 10% of --jobs 2 ({(ray_s / jobs_s - 1) * 100:+.1f}%; "
-          f"{((ray_s - ray_alone) / jobs_s - 1) * 100:+.1f}% less Ray's own start)"
-          + (f"; --jobs 2 warm >= 1.8x ({mean['serial, warm'] / mean['--jobs 2, warm']:.2f}x)" if args.warm else ""))
-    if args.warm:
-        warm_jobs, warm_ray = mean["--jobs 2, warm"], mean["ray, 2 workers, warm"]
-        print(f"  warm: Ray against --jobs 2 {(warm_ray / warm_jobs - 1) * 100:+.1f}% "
-              f"({((warm_ray - ray_alone) / warm_jobs - 1) * 100:+.1f}% less Ray's own start)")
+        print(f"  {label:<30} {mean[label]:8.1f} s   speedup {base / mean[label]:5.2f}x   (runs: {each} s)")
+    print(f"  a local Ray's own start and stop (no harness): {ray_alone:.1f} s; "
+          f"a Ray job on the running cluster (no harness): {job_alone:.1f} s")
+    for state in ("",) + ((", warm",) if warm else ()):
+        jobs_s = mean[f"--jobs 2{state}"]
+        serial_s = mean[f"serial{state}"]
+        own, joined = mean[f"ray, 2 workers{state}"], mean[f"ray cluster, 2 workers{state}"]
+        target = "1.8x" if state else "1.6x"
+        print(f"  {'warm' if state else 'cold'}: --jobs 2 {serial_s / jobs_s:.2f}x serial (target >= {target}); "
+              f"Ray against --jobs 2 (target within 10%): a running cluster {(joined / jobs_s - 1) * 100:+.1f}%, "
+              f"a local Ray of its own {(own / jobs_s - 1) * 100:+.1f}% "
+              f"({((own - ray_alone) / jobs_s - 1) * 100:+.1f}% less that Ray's own start)")
 
     print("(2) counts identical to the (first) serial run's")
     serial = {r.task.key: r.samples for r in records["serial"][0].results}
@@ -157,20 +222,23 @@ def main() -> None:
             same = sum(serial.get(r.task.key) == r.samples for r in results)
             worst = max((abs(r.samples[0] / serial[r.task.key][0] - 1) for r in results
                          if r.ok and r.samples and serial.get(r.task.key) and serial[r.task.key][0]), default=0.0)
-            print(f"  {label:<16} run {n}: {same} of {len(results)} identical; largest difference {worst * 100:.2f}%")
+            print(f"  {label:<30} run {n}: {same} of {len(results)} identical; largest difference {worst * 100:.2f}%")
             for r in results:
                 if r.ok and r.samples and serial.get(r.task.key) and serial[r.task.key] != r.samples:
                     print(f"    {r.task.key}: {r.samples[0]:.2f} against {serial[r.task.key][0]:.2f} serial")
 
+
+
+def _predict(records: dict[str, list], compile_time: str | None) -> None:
     print("(3) predicted wall time of the full default suites, longest task first")
     measured = durations_of(records["serial"][:1])
     mean = statistics.fmean(measured.values()) if measured else 1.0
     full_dispatch = _tasks("dispatch", None, "instructions")
     suites = {"dispatch (instructions)": [measured.get(t.key, mean) for t in full_dispatch]}
     compile_tasks = _tasks("compile_time")
-    if args.compile_time:
-        recorded = durations_of(load_runs(args.compile_time))
-        source = f"durations from {args.compile_time}"
+    if compile_time:
+        recorded = durations_of(load_runs(compile_time))
+        source = f"durations from {compile_time}"
     else:
         recorded, source = {}, "each kind's estimate (give --compile-time FILE for measured durations)"
     suites["compile_time (both modes)"] = [recorded.get(t.key, kinds.estimated_seconds(t)) for t in compile_tasks]

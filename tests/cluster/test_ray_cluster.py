@@ -1,5 +1,6 @@
 """Two Ray nodes on one machine (ray.cluster_utils.Cluster): wall-time tasks alone on their node,
-a lost node's tasks retried elsewhere, a node with another harness refused.
+a lost node's tasks retried elsewhere, a node with another harness refused, and a run without
+--address beside a running cluster given a Ray of its own.
 
 Marked ``multinode``: 72 s together on the 2-core reference VM under a load average of ~9 (each
 test starts its own cluster, so a killed node cannot leak into the next).
@@ -112,3 +113,20 @@ def test_a_node_with_another_harness_is_refused(tmp_path):
     for r in record.results:
         assert "refused: this node runs harness 0.0.1-other" in r.error
         assert "the driver runs harness 0.1.0" in r.error and "install the driver's versions" in r.error
+
+
+def test_a_run_without_address_gets_a_ray_of_its_own_beside_a_running_cluster(tmp_path, monkeypatch):
+    """A cluster left running on this machine (`ray start` leaves its address where ray.init finds
+    it; RAY_ADDRESS here) is not the one a run without --address uses: ray.init joined it and
+    refused the run's num_cpus with a traceback. The run starts and stops a Ray of its own."""
+    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "resources": {WALL_RESOURCE: 1}})
+    cluster_node = c.head_node.node_id
+    try:
+        monkeypatch.setenv("RAY_ADDRESS", c.address)
+        record = run_tasks(_suite(tmp_path, 2, 0.05), RunOptions(executor="ray", jobs=1, min_run_time=0.05))
+        assert not ray.is_initialized()  # the run's own Ray is stopped
+        assert c.head_node.remaining_processes_alive()  # and the cluster left running
+    finally:
+        c.shutdown()
+    assert [r.status for r in record.results] == ["ok", "ok"], [r.error for r in record.results]
+    assert cluster_node not in {r.extra["node"]["node_id"] for r in record.results}

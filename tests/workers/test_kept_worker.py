@@ -191,8 +191,13 @@ def test_server_serves_one_client_at_a_time_and_exits_when_idle(short_tmp: Path)
         assert len(set(sessions)) == 3 and server.pid not in sessions  # a fork per client
         assert server.poll() is None  # a killed session does not end the worker
         assert oct(sock_path.stat().st_mode & 0o777) == "0o600"  # the owner's alone
+        # A count's dump whose client was killed before reading it, and a file not the worker's.
+        (short_tmp / "pending.callgrind.out.1234.1").write_text("events: Ir\n")
+        (short_tmp / "not-the-workers").write_text("")
         assert server.wait(timeout=30) == 0  # idle for 3 s: gone
         assert not sock_path.exists()
+        assert not (short_tmp / "pending.callgrind.out.1234.1").exists()  # removed as it exits
+        assert (short_tmp / "not-the-workers").exists()
     finally:
         if server.poll() is None:
             server.send_signal(signal.SIGKILL)

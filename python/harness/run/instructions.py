@@ -24,10 +24,11 @@ functions per run in ``extra["symbols"]``), "total" (counts only) or "full"
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -109,28 +110,40 @@ def _python_block(
 
 
 def _deferred(counter: InstructionCounter) -> bool:
-    """Whether this count's per-function details are made where its result is received, from the dumps'
-    text (``measure.callgrind.details``): in a counting child of a callgrind worker, under valgrind."""
+    """Whether this count's dumps are left for the process that receives its result to read
+    (``measure.callgrind.details``): in a counting child of a callgrind worker, under valgrind."""
     return counter.name == CallgrindCounter.name and zygote_of_this_child() is not None
 
 
 def _measure(counter: InstructionCounter, sampler: Any, number: int, repeats: int, *, clocked: bool, detail: str,
-             keep_text: bool = False, defer: bool = True) -> list[Profile]:
-    """``repeats`` counts; parsed per function when ``detail`` asks, unless the parsing is deferred
-    (``_deferred``): then each profile holds its total and its dump's text."""
-    if defer and detail != "total" and _deferred(counter):
-        return counter.measure(sampler, number, repeats, clocked=clocked, detail=False, keep_text=True)
+             keep_text: bool = False) -> list[Profile]:
+    """``repeats`` counts, parsed here (per function when ``detail`` asks)."""
     return counter.measure(sampler, number, repeats, clocked=clocked, detail=detail != "total", keep_text=keep_text)
 
 
 def measure_block(
     block: Any, counter: InstructionCounter, number: int, repeats: int, *, clocked: bool, detail: str,
-    keep_text: bool = False, defer: bool = True,
+    keep_text: bool = False,
 ) -> list[Profile]:
     with block.translate_errors():
-        sampler = block.sampler()
-        return _measure(counter, sampler, number, repeats, clocked=clocked, detail=detail, keep_text=keep_text,
-                        defer=defer)
+        return _measure(counter, block.sampler(), number, repeats, clocked=clocked, detail=detail, keep_text=keep_text)
+
+
+def _dumps_of(counter: InstructionCounter, sampler: Any, number: int, repeats: int, *, clocked: bool) -> list[str]:
+    """``repeats`` counts whose dumps are left unread (``_deferred``)."""
+    assert isinstance(counter, CallgrindCounter)
+    return counter.measure_dumps(sampler, number, repeats, clocked=clocked)
+
+
+@contextlib.contextmanager
+def _removed_on_error(dumps: list[str]) -> Iterator[None]:
+    """Left dumps removed when what follows their count fails: no result will name them."""
+    try:
+        yield
+    except BaseException:
+        for path in dumps:
+            Path(path).unlink(missing_ok=True)
+        raise
 
 
 def run_timer_instructions(task: Task, min_run_time: float) -> TaskResult:
@@ -157,6 +170,12 @@ def run_timer_instructions(task: Task, min_run_time: float) -> TaskResult:
         else:
             block = cpp_block(task)
         keep_text = detail == "full" and bool(p.get("retain_out_file"))
+        if _deferred(counter):
+            with block.translate_errors():
+                dumps = _dumps_of(counter, block.sampler(), number, repeats, clocked=python)
+            with _removed_on_error(dumps):
+                baseline_ref = _baseline_ref(counter, p, number, detail, scope) if want_baseline else None
+            return deferred_result(task, counter, dumps, baseline_ref, number, detail, keep_text)
         stmt = measure_block(block, counter, number, repeats, clocked=python, detail=detail, keep_text=keep_text)
         baseline = None
         if want_baseline:
@@ -168,6 +187,16 @@ def run_timer_instructions(task: Task, min_run_time: float) -> TaskResult:
     return instruction_result(task, counter, stmt, baseline, number, detail)
 
 
+def _baseline_ref(counter: InstructionCounter, params: Mapping[str, Any], number: int, detail: str,
+                  scope: str) -> Profile | str:
+    """A deferred count's baseline: the file its zygote keeps it in (``baseline_first``), unread; else
+    (its child failed) measured here, after the statement."""
+    path = _baseline_file(_baseline_key(counter.name, params))
+    if path is not None and path.exists():
+        return str(path)
+    return _measure_baseline(counter, number, detail, scope)
+
+
 def _baseline_key(counter_name: str, params: Mapping[str, Any]) -> tuple[Any, ...]:
     """The one key a baseline is saved and found by: what an empty statement's count depends on."""
     return (counter_name, _positive_int(params, "number"), _positive_int(params, "num_threads"), _detail(params),
@@ -177,7 +206,7 @@ def _baseline_key(counter_name: str, params: Mapping[str, Any]) -> tuple[Any, ..
 def _measure_baseline(counter: InstructionCounter, number: int, detail: str, scope: str) -> Profile:
     empty = _python_block({}, "pass", counter, with_globals=False, scope=scope)
     # Parsed here: kept beside the zygote for every later child (one parse per worker, not per count).
-    return measure_block(empty, counter, number, 1, clocked=True, detail=detail, defer=False)[0]
+    return measure_block(empty, counter, number, 1, clocked=True, detail=detail)[0]
 
 
 def _baseline_file(key: tuple[Any, ...]) -> Path | None:
@@ -270,10 +299,16 @@ def count_task(task: Task, sampler: Any, *, clocked: bool, baseline: Any = None)
     number = _positive_int(p, "number")
     repeats = _positive_int(p, "repeats")
     detail = _detail(p)
-    stmt = _measure(counter, sampler, number, repeats, clocked=clocked, detail=detail)
     base = None
+    if _deferred(counter):
+        dumps = _dumps_of(counter, sampler, number, repeats, clocked=clocked)
+        if baseline is not None:
+            with _removed_on_error(dumps):
+                base = _measure(counter, baseline, number, 1, clocked=clocked, detail=detail)[0]
+        return deferred_result(task, counter, dumps, base, number, detail, False)
+    stmt = _measure(counter, sampler, number, repeats, clocked=clocked, detail=detail)
     if baseline is not None:
-        base = _measure(counter, baseline, number, 1, clocked=clocked, detail=detail, defer=False)[0]
+        base = _measure(counter, baseline, number, 1, clocked=clocked, detail=detail)[0]
     return instruction_result(task, counter, stmt, base, number, detail)
 
 
@@ -285,20 +320,14 @@ def instruction_result(
     number: int,
     detail: str,
 ) -> TaskResult:
-    """The result of ``stmt``'s counts, less ``baseline``'s; its per-function details deferred to the
-    receiver where ``_measure`` left the dumps unparsed (``measure.callgrind.details.finish``)."""
+    """The result of ``stmt``'s counts, less ``baseline``'s."""
     base_total = baseline.total if baseline is not None else 0
     extra: dict[str, Any] = {
         "counter": counter.name,
         "totals": [s.total for s in stmt],
         "baseline": base_total / number if baseline is not None else None,
     }
-    layers = task.params.get("layers")
-    if detail != "total" and _deferred(counter) and all(s.source is not None and not s.exclusive for s in stmt):
-        keep_text = detail == "full" and bool(task.params.get("retain_out_file"))
-        extra[PENDING] = pending([s.source or "" for s in stmt], baseline, detail, layers, keep_text)
-    else:
-        extra.update(count_details(stmt, baseline, number, detail, layers))
+    extra.update(count_details(stmt, baseline, number, detail, task.params.get("layers")))
     return TaskResult(
         task=task,
         status="ok",
@@ -307,3 +336,16 @@ def instruction_result(
         number_per_run=number,
         extra=extra,
     )
+
+
+def deferred_result(task: Task, counter: InstructionCounter, dumps: list[str], baseline: Profile | str | None,
+                    number: int, detail: str, keep_text: bool) -> TaskResult:
+    """A result whose counts are still in ``dumps`` (files): its samples, totals and details are made by
+    the process that receives it (``measure.callgrind.details.finish``, called by ``counter.finish``)."""
+    extra: dict[str, Any] = {
+        "counter": counter.name,
+        "totals": [],
+        "baseline": None,
+        PENDING: pending(dumps, baseline, detail, task.params.get("layers"), keep_text),
+    }
+    return TaskResult(task=task, status="ok", unit="instructions", samples=[], number_per_run=number, extra=extra)

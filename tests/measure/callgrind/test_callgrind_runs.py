@@ -54,19 +54,25 @@ def native_runs():
         _sampler_task("after_hang", "add1"),
     ]
     # No pool timeout: a given one would be every task's limit, and "hang" has its own 5 s.
+    raw = {}  # each answer as its counting child sent it, before the pool's finish
+
+    def finish(result):
+        raw[result.task.name] = copy.deepcopy(result)
+        return counter.finish(result)
+
     pool = WorkerPool(jobs=1, prefix=counter.worker_prefix(), env=counter.worker_env(),
-                      diagnostics=counter.diagnostics)
+                      diagnostics=counter.diagnostics, finish=finish)
     try:
         results = {r.task.name: r for r in pool.run(tasks, 0.01)}
         out_dir = counter.out_dir()
         left = sorted(p.name for p in out_dir.iterdir())
     finally:
         counter.close()
-    return results, out_dir, left
+    return results, out_dir, left, raw
 
 
 def test_native_counts_are_identical_across_runs(native_runs):
-    results, _, _ = native_runs
+    results, _, _, _ = native_runs
     a, b = results["add10"], results["add10_again"]
     assert a.ok and b.ok, (a.error, b.error)
     assert a.unit == "instructions" and a.extra["counter"] == "callgrind"
@@ -75,25 +81,29 @@ def test_native_counts_are_identical_across_runs(native_runs):
     assert a.extra["totals"][0] == b.extra["totals"][0]
 
 
-def test_a_counting_child_leaves_the_parsing_of_its_dump_to_the_receiver(native_runs):
-    # This pool was given no ``finish``: its answers are as the counting child sent them.
-    raw = native_runs[0]["add1"]
-    work = raw.extra[PENDING]
-    assert work["stmt"][0].startswith("# callgrind format") and "symbols" not in raw.extra
-    done = get_counter("callgrind").finish(copy.deepcopy(raw))
-    assert done.ok and PENDING not in done.extra and done.samples == raw.samples
+def test_a_counting_child_leaves_its_dump_to_the_receiver(native_runs):
+    results, _, _, raw = native_runs
+    answer = raw["add1"]
+    work = answer.extra[PENDING]
+    # The child read nothing: its dump's path (in its worker's directory), and no counts yet.
+    (dump,) = work["dumps"]
+    assert Path(dump).name.startswith("pending.callgrind.out.")
+    assert answer.samples == [] and "symbols" not in answer.extra
+    done = results["add1"]  # finished by the counter, as the pool's finish does
+    assert done.ok and PENDING not in done.extra and done.samples[0] > 0 and done.extra["totals"]
     assert done.extra["symbols"]  # the native loop's functions, ranked here
+    assert not Path(dump).exists()  # and the dump is gone
 
 
 def test_more_work_counts_more(native_runs):
-    results, _, _ = native_runs
+    results, _, _, _ = native_runs
     ten, one = results["add10"].median, results["add1"].median
     assert one > 0
     assert 8 < ten / one < 12  # 10 additions vs 1, the loop itself subtracted
 
 
 def test_worker_crash_is_reported_and_the_next_task_runs(native_runs):
-    results, _, _ = native_runs
+    results, _, _, _ = native_runs
     crash = results["crash"]
     assert not crash.ok
     assert "SIGSEGV" in crash.error
@@ -102,14 +112,14 @@ def test_worker_crash_is_reported_and_the_next_task_runs(native_runs):
 
 
 def test_timeout_kills_the_task_and_the_next_task_runs(native_runs):
-    results, _, _ = native_runs
+    results, _, _, _ = native_runs
     assert not results["hang"].ok and "timed out after 5 s" in results["hang"].error
     assert results["after_hang"].ok
     assert results["after_hang"].samples == results["add1"].samples
 
 
 def test_temporary_files_are_removed(native_runs):
-    _, out_dir, left = native_runs
+    _, out_dir, left, _ = native_runs
     # Only what each worker process itself leaves at exit (its log and final dump), the owner's
     # lock and the workers' link to the cache; every measured region's dump and child's files were removed.
     assert "owner.lock" in left and "cache" in left

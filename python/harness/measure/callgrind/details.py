@@ -1,31 +1,37 @@
-"""A count's per-function parts (top symbols, layers, whole profiles), made from its callgrind dumps
-where the result is received, not where it was counted.
+"""A count's totals and per-function parts (top symbols, layers, whole profiles), made from its
+callgrind dumps where the result is received, not where it was counted.
 
 A counting child of a worker runs under valgrind, where reading a dump,
 parsing it and ranking its functions cost 0.15-0.25 s of a 0.8 s count of a
 small statement (Python's interpreter, translated again once instrumentation
-stops), and seconds for the dumps of a large one; the process that asked for
-the count (a run's worker pool, ``collect_callgrind``) does the same work
-natively in milliseconds. So a counting child answers with its totals (the
-samples, read from each dump's last line) and the dumps' text under
-``PENDING``, and ``finish`` turns that into what the result would have held:
-the same functions and numbers, whichever process computed them. A result
-counted in the process that reports it (no worker) is finished at once.
+stops), and seconds for the dumps of a large one; even reading the total and
+the baseline, and sending the dump's text on, took it 0.1-0.2 s. The process
+that asked for the count (a run's worker pool, ``collect_callgrind``, on the
+same machine) does the same work natively in milliseconds. So a counting
+child answers with the paths of its dumps, left unread in its worker's
+directory (``CallgrindCounter.measure_dumps``), and of its baseline's file
+under ``PENDING``, and ``finish`` reads and removes the dumps and turns them
+into what the result would have held: the same samples, totals, functions
+and numbers, whichever process computed them. A result counted in the
+process that reports it (no worker) is finished at once.
 """
 
 from __future__ import annotations
 
 import collections
+import json
+import os
+from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
 from harness.measure.callgrind.layers import layer_counts, load_rules
-from harness.measure.callgrind.profile import Profile, parse_text
+from harness.measure.callgrind.profile import Profile, parse_text, total_from_text
 from harness.measure.callgrind.stats import is_noisy, standardize_symbol
 from harness.model.result import TaskResult
 
 TOP_SYMBOLS = 30
-PENDING = "pending_details"  # the extra field of an unfinished result: {"stmt": [texts], "baseline": ..., ...}
+PENDING = "pending_details"  # the extra field of an unfinished result: {"dumps": [paths], "baseline": ..., ...}
 
 
 def profile_json(p: Profile) -> dict[str, Any]:
@@ -80,35 +86,60 @@ def count_details(stmt: list[Profile], baseline: Profile | None, number: int, de
     return extra
 
 
-def pending(texts: list[str], baseline: Profile | None, detail: str, layers: str | None,
+def pending(dumps: list[str], baseline: Profile | str | None, detail: str, layers: str | None,
             keep_text: bool) -> dict[str, Any]:
-    """What a counting child sends instead of ``count_details``: the dumps' text and how to finish them."""
-    return {"stmt": texts, "baseline": profile_json(baseline) if baseline is not None else None,
+    """What a counting child sends instead of its counts: its dumps' paths, its baseline (a profile,
+    or the path of the file a zygote keeps it in), and how to finish them."""
+    return {"dumps": dumps, "baseline": profile_json(baseline) if isinstance(baseline, Profile) else None,
+            "baseline_file": baseline if isinstance(baseline, str) else None,
             "detail": detail, "layers": layers, "keep_text": keep_text}
 
 
 def finish(result: TaskResult) -> TaskResult:
-    """``result`` with its pending details made (unchanged when it has none); a dump that does not
-    parse, or a layers file that does not load, fails the result with the reason, as in the child."""
+    """``result`` with its pending counts and details made (unchanged when it has none); its dumps
+    are removed, whatever happens. A dump that is gone or does not parse, or a layers file that
+    does not load, fails the result with the reason, as in the child."""
     work = result.extra.pop(PENDING, None)
     if not isinstance(work, dict):
         return result
+    paths = work.get("dumps")
     try:
-        stmt = []
-        for text in work["stmt"]:
-            profile = parse_text(text)
-            if work.get("keep_text"):
-                profile.source = text
-            stmt.append(profile)
-        base = work.get("baseline")
-        baseline = profile_from_json(base) if base else None
-        result.extra.update(count_details(stmt, baseline, result.number_per_run or 1, work["detail"],
-                                          work.get("layers")))
+        texts = [Path(path).read_text(encoding="utf-8", errors="replace") for path in paths]
+        detail, layers = work["detail"], work.get("layers")
+        stmt = [_profile(text, wants_details(detail, layers), bool(work.get("keep_text"))) for text in texts]
+        baseline = _baseline(work)
+        number = result.number_per_run or 1
+        base_total = baseline.total if baseline is not None else 0
+        result.samples = [(s.total - base_total) / number for s in stmt]
+        result.extra["totals"] = [s.total for s in stmt]
+        result.extra["baseline"] = base_total / number if baseline is not None else None
+        result.extra.update(count_details(stmt, baseline, number, detail, layers))
     except HarnessError as exc:  # a dump callgrind cut short, a layers file with a mistake
         return _failed(result, str(exc))
+    except OSError as exc:  # the worker's directory went (the worker ended, or it was cleaned)
+        return _failed(result, f"the counting worker's dump could not be read: {exc}")
     except (KeyError, TypeError, ValueError) as exc:
         return _failed(result, f"the counting worker's answer is malformed ({PENDING}: {exc!r})")
+    finally:
+        for path in paths if isinstance(paths, list) else ():
+            try:
+                os.unlink(path)
+            except (OSError, TypeError):
+                pass
     return result
+
+
+def _profile(text: str, parse: bool, keep_text: bool) -> Profile:
+    profile = parse_text(text) if parse else Profile(total=total_from_text(text), exclusive={}, inclusive={})
+    if keep_text:
+        profile.source = text
+    return profile
+
+
+def _baseline(work: dict[str, Any]) -> Profile | None:
+    if work.get("baseline_file"):
+        return profile_from_json(json.loads(Path(work["baseline_file"]).read_text(encoding="utf-8")))
+    return profile_from_json(work["baseline"]) if work.get("baseline") else None
 
 
 def _failed(result: TaskResult, error: str) -> TaskResult:
