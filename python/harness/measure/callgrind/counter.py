@@ -4,7 +4,9 @@ Callgrind workers run ``sys.executable`` under ``valgrind --tool=callgrind``
 with instrumentation off at start: interpreter start-up and ``import torch``
 run at valgrind's uninstrumented speed, and the C++ core switches
 instrumentation and collection on around exactly the measured region. Each
-region is dumped to a private directory, parsed and removed.
+region is dumped to a private directory, parsed and removed; in a counting
+child of a worker, the dump is left unread for the process that receives the
+result (``measure_dumps``, ``details.finish``).
 
 Besides the rules every counter follows (``measure.counters.base``), each
 repeat of a Timer measurement runs in a ``fork()`` of the warmed-up worker,
@@ -152,7 +154,7 @@ class CallgrindCounter(InstructionCounter):
             self._owned.remove()
 
     def finish(self, result: TaskResult) -> TaskResult:
-        """The per-function details a counting child left as its dumps' text (``details``), made here."""
+        """The samples, totals and per-function details of the dumps a counting child left (``details``), made here."""
         return finish_details(result)
 
     # -- worker side ------------------------------------------------------------
