@@ -52,6 +52,7 @@ from pathlib import Path
 
 from harness import kinds
 from harness.bench import prepare, run_tasks
+from harness.cluster.executor import OBJECT_STORE_BYTES
 from harness.define.discovery import select_suites
 from harness.define.selection import select, with_mode
 from harness.model.task import Task
@@ -79,15 +80,14 @@ def _nothing() -> None:
     return None
 
 
-def _ray_alone() -> float:
-    """Seconds a local Ray takes to start as harness starts one, run a task on each CPU, and stop."""
+def _ray_job(**init: object) -> float:
+    """Seconds a Ray job with no harness in it takes: ``ray.init(**init)``, a task on each of 2 CPUs, and
+    ``ray.shutdown``. A local Ray started as harness starts one, or a job on a running cluster (new
+    worker processes: each job gets its own): what every run pays Ray."""
     import ray
 
-    from harness.cluster.executor import OBJECT_STORE_BYTES
-
     start = time.perf_counter()
-    ray.init(address="local", num_cpus=2, object_store_memory=OBJECT_STORE_BYTES, include_dashboard=False,
-             log_to_driver=False)
+    ray.init(include_dashboard=False, log_to_driver=False, **init)
     nothing = ray.remote(_nothing)
     ray.get([nothing.remote() for _ in range(2)])
     ray.shutdown()
@@ -100,8 +100,6 @@ def _ray_cluster() -> Iterator[str]:
     harness schedules wall-time tasks by), its address while it runs; stopped after. Without
     token authentication: Ray 2.60's default, which a fresh driver joining by address (not
     `auto`) fails, until a local Ray has run in its process."""
-    from harness.cluster.executor import OBJECT_STORE_BYTES
-
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -114,20 +112,6 @@ def _ray_cluster() -> Iterator[str]:
         yield f"127.0.0.1:{port}"
     finally:
         subprocess.run([*ray, "stop", "--force"], capture_output=True, check=False)
-
-
-def _ray_job_alone(address: str) -> float:
-    """Seconds a Ray job takes on the running cluster at ``address`` with no harness in it: the driver
-    connects, a task runs on each of its 2 CPUs (new worker processes: each job gets its own), and it
-    disconnects. What every `bench --address` run pays Ray."""
-    import ray
-
-    start = time.perf_counter()
-    ray.init(address=address, include_dashboard=False, log_to_driver=False)
-    nothing = ray.remote(_nothing)
-    ray.get([nothing.remote() for _ in range(2)])
-    ray.shutdown()
-    return time.perf_counter() - start
 
 
 def _order(labels: list[str], rounds: int) -> list[str]:
@@ -175,8 +159,8 @@ def main() -> None:
                 run_tasks(tasks, configs["--jobs 2, warm"])  # starts the kept workers of both slots
                 run_tasks(tasks, configs["ray, 2 workers, warm"])  # and Ray's (slots of their own)
                 run_tasks(tasks, configs["ray cluster, 2 workers, warm"])  # and the cluster's Ray workers'
-            ray_alone = _ray_alone()
-            job_alone = _ray_job_alone(address)
+            ray_alone = _ray_job(address="local", num_cpus=2, object_store_memory=OBJECT_STORE_BYTES)
+            job_alone = _ray_job(address=address)
             seconds, records = _run_all(tasks, configs, args.rounds)
     finally:
         stop_all()  # this script's kept workers: its TMPDIR's

@@ -35,7 +35,14 @@ from typing import Any
 from harness.errors import UsageError
 from harness.files.atomic import atomic_write_text
 from harness.measure.callgrind.counter import CallgrindCounter
-from harness.measure.callgrind.details import PENDING, count_details, pending, profile_from_json, profile_json
+from harness.measure.callgrind.details import (
+    PENDING,
+    count_details,
+    discard,
+    pending,
+    profile_from_json,
+    profile_json,
+)
 from harness.measure.callgrind.globals import load_globals
 from harness.measure.callgrind.profile import Profile
 from harness.measure.counters.base import InstructionCounter
@@ -141,8 +148,7 @@ def _removed_on_error(dumps: list[str]) -> Iterator[None]:
     try:
         yield
     except BaseException:
-        for path in dumps:
-            Path(path).unlink(missing_ok=True)
+        discard(dumps)
         raise
 
 
@@ -344,7 +350,7 @@ def deferred_result(task: Task, counter: InstructionCounter, dumps: list[str], b
     the process that receives it (``measure.callgrind.details.finish``, called by ``counter.finish``)."""
     extra: dict[str, Any] = {
         "counter": counter.name,
-        "totals": [],
+        "totals": [],  # filled by finish; here so a record's fields keep instruction_result's order
         "baseline": None,
         PENDING: pending(dumps, baseline, detail, task.params.get("layers"), keep_text),
     }

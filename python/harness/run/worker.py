@@ -244,12 +244,14 @@ def _remove_own_files(directory: str) -> None:
     """
     import subprocess
 
+    from harness.measure.callgrind.counter import PENDING_DUMP
+
     pid = os.getpid()
     for name in os.listdir(directory):
         # Its own log, its sessions' crash logs, its stderr, and counts' dumps no client came to
         # read (a client killed between answer and ``details.finish``); not the lock or a
         # successor's socket.
-        if name.startswith("valgrind.") or name == "stderr.log" or _is_count_dump(name):
+        if name.startswith(("valgrind.", PENDING_DUMP)) or name == "stderr.log":
             _unlink(directory, name)
     final_dump = os.path.join(directory, f"callgrind.out.{pid}")
     from harness.options import CALLGRIND_DIR_ENV, env
@@ -263,13 +265,6 @@ def _remove_own_files(directory: str) -> None:
             )
         except OSError:
             pass  # the next kept worker of this directory removes it
-
-
-def _is_count_dump(name: str) -> bool:
-    """A count's dump, left for the result's receiver (``CallgrindCounter.measure_dumps``)."""
-    from harness.measure.callgrind.counter import PENDING_DUMP
-
-    return name.startswith(PENDING_DUMP + "callgrind.out.")
 
 
 def serve_kept(path: str, idle_timeout: float) -> int:

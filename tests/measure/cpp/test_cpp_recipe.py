@@ -49,10 +49,10 @@ def _fresh_build(stmt: str, setup: str = SETUP) -> dict:
 
 def _recipe_exists() -> None:
     """The toolchain's recipe, left by a module built here by cpp_extension where there is none yet."""
-    if not ninja_build.have_recipe():
+    if ninja_build.recipe() is None:
         report = build([CppStatement(stmt=f"auto y = x + 1; // {uuid.uuid4()}", setup=SETUP)])
         assert not report.failed
-    assert ninja_build.have_recipe()
+    assert ninja_build.recipe() is not None
 
 
 def test_torch_version_and_headers_are_read_without_importing_torch():
@@ -170,11 +170,11 @@ def test_a_recipe_written_from_another_checkout_or_python_is_not_used(tmp_path: 
         "rule compile\n  command = $cxx $cflags -c $in -o $out\nrule link\n  command = $cxx $in -o $out\n"
         "\nbuild tu0.o: compile tu0.cpp\nbuild hstmt_a.so: link tu0.o\ndefault hstmt_a.so\n")
     ninja_build.record_recipe(build_dir, "hstmt_a", header)
-    assert ninja_build.have_recipe()
+    assert ninja_build.recipe() is not None
     written = json.loads(recipe.read_text())
     elsewhere = {**written, "context": written["context"].replace(str(REPO), "/another/checkout")}
     assert elsewhere["context"] != written["context"]
     recipe.write_text(json.dumps(elsewhere))
-    assert not ninja_build.have_recipe()
+    assert ninja_build.recipe() is None
     ninja_build.record_recipe(build_dir, "hstmt_a", header)  # the next cpp_extension build's rules replace it
-    assert json.loads(recipe.read_text()) == written and ninja_build.have_recipe()
+    assert json.loads(recipe.read_text()) == written and ninja_build.recipe() is not None

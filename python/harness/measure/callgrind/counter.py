@@ -37,9 +37,10 @@ from typing import TYPE_CHECKING, Any
 
 from harness.core import native
 from harness.errors import HarnessError, StatementError
+from harness.measure.callgrind.details import discard, profile_of
 from harness.measure.callgrind.details import finish as finish_details
 from harness.measure.callgrind.logs import signal_name, tail, valgrind_log
-from harness.measure.callgrind.profile import Profile, parse_text, total_from_text
+from harness.measure.callgrind.profile import Profile, total_from_text
 from harness.measure.counters.base import CollectorOff, InstructionCounter, Sampler, fresh_code, warm_up
 from harness.model.result import TaskResult
 from harness.options import CACHE_DIR_ENV, CALLGRIND_DIR_ENV
@@ -213,7 +214,7 @@ class CallgrindCounter(InstructionCounter):
     ) -> list[Profile]:
         # The dumps are parsed once instrumentation is off: valgrind's uninstrumented speed, several times faster.
         texts = self._counts(sampler, number, repeats, clocked, self._take)
-        return [self._profile(text, detail, keep_text) for text in texts]
+        return [profile_of(text, detail, keep_text) for text in texts]
 
     def measure_dumps(self, sampler: Sampler, number: int, repeats: int, *, clocked: bool) -> list[str]:
         """As ``measure``, but each count's dump is left where callgrind wrote it, unread: the paths,
@@ -223,22 +224,16 @@ class CallgrindCounter(InstructionCounter):
         left: list[Path] = []
 
         def leave(pid: int) -> list[Path]:
-            dumps, other = self._dumps(pid)
-            for path in other:
-                path.unlink(missing_ok=True)
-            if not dumps:
-                raise HarnessError(f"callgrind wrote no profile for process {pid} into {self._dir}")
             # Renamed: callgrind, starting in the next process this one forks (a baseline's count),
             # removes the files named as the last one's dumps.
-            kept = [path.rename(path.with_name(PENDING_DUMP + path.name)) for path in dumps]
+            kept = [path.rename(path.with_name(PENDING_DUMP + path.name)) for path in self._claim(pid)]
             left.extend(kept)
             return kept
 
         try:
             return [str(path) for path in self._counts(sampler, number, repeats, clocked, leave)]
         except BaseException:
-            for path in left:
-                path.unlink(missing_ok=True)
+            discard(left)
             raise
 
     def _counts(self, sampler: Sampler, number: int, repeats: int, clocked: bool,
@@ -268,15 +263,6 @@ class CallgrindCounter(InstructionCounter):
             C.region_end()
             C.stop_instrumentation()
         return out
-
-    @staticmethod
-    def _profile(text: str, detail: bool, keep_text: bool) -> Profile:
-        if not detail:
-            return Profile(total=total_from_text(text), exclusive={}, inclusive={}, source=text if keep_text else None)
-        profile = parse_text(text)
-        if keep_text:
-            profile.source = text
-        return profile
 
     def _measure_in_children(self, C: Any, sampler: Sampler, number: int, clocked: bool, repeats: int) -> list[int]:
         """Fork one child per repeat, back to back, and wait for all of them.
@@ -374,16 +360,23 @@ class CallgrindCounter(InstructionCounter):
                 other.append(path)
         return [p for _, p in sorted(dumps)], other
 
+    def _claim(self, pid: int) -> list[Path]:
+        """Process ``pid``'s numbered dumps, in order; its other files (final dump, log, stderr) removed.
+        HarnessError when it dumped nothing."""
+        dumps, other = self._dumps(pid)
+        for path in other:
+            path.unlink(missing_ok=True)
+        if not dumps:
+            raise HarnessError(f"callgrind wrote no profile for process {pid} into {self._dir}")
+        return dumps
+
     def _take(self, pid: int) -> list[str]:
         """The text of process ``pid``'s dumps; its files are removed."""
-        dumps, other = self._dumps(pid)
+        dumps = self._claim(pid)
         try:
-            if not dumps:
-                raise HarnessError(f"callgrind wrote no profile for process {pid} into {self._dir}")
             return [path.read_text(encoding="utf-8", errors="replace") for path in dumps]
         finally:
-            for path in (*dumps, *other):
-                path.unlink(missing_ok=True)
+            discard(dumps)
 
     def _remove(self, pid: int) -> None:
         dumps, other = self._dumps(pid)

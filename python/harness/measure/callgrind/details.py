@@ -21,6 +21,7 @@ from __future__ import annotations
 import collections
 import json
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -106,7 +107,7 @@ def finish(result: TaskResult) -> TaskResult:
     try:
         texts = [Path(path).read_text(encoding="utf-8", errors="replace") for path in paths]
         detail, layers = work["detail"], work.get("layers")
-        stmt = [_profile(text, wants_details(detail, layers), bool(work.get("keep_text"))) for text in texts]
+        stmt = [profile_of(text, wants_details(detail, layers), bool(work.get("keep_text"))) for text in texts]
         baseline = _baseline(work)
         number = result.number_per_run or 1
         base_total = baseline.total if baseline is not None else 0
@@ -121,19 +122,25 @@ def finish(result: TaskResult) -> TaskResult:
     except (KeyError, TypeError, ValueError) as exc:
         return _failed(result, f"the counting worker's answer is malformed ({PENDING}: {exc!r})")
     finally:
-        for path in paths if isinstance(paths, list) else ():
-            try:
-                os.unlink(path)
-            except (OSError, TypeError):
-                pass
+        discard(paths if isinstance(paths, list) else ())
     return result
 
 
-def _profile(text: str, parse: bool, keep_text: bool) -> Profile:
+def profile_of(text: str, parse: bool, keep_text: bool) -> Profile:
+    """A dump's profile: parsed per function, or only its total (cheap); with its text when kept."""
     profile = parse_text(text) if parse else Profile(total=total_from_text(text), exclusive={}, inclusive={})
     if keep_text:
         profile.source = text
     return profile
+
+
+def discard(dumps: Iterable[str | Path]) -> None:
+    """Remove left dumps (read, or no result will name them); those already gone are no matter."""
+    for path in dumps:
+        try:
+            os.unlink(path)
+        except (OSError, TypeError):
+            pass
 
 
 def _baseline(work: dict[str, Any]) -> Profile | None:

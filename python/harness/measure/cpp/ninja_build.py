@@ -88,10 +88,6 @@ def recipe() -> dict[str, str] | None:
     return recipe if recipe["context"] == _context() else None
 
 
-def have_recipe() -> bool:
-    return recipe() is not None
-
-
 def _escape(path: str) -> str:
     return re.sub(r"([ :$])", r"$\1", path)  # ninja's escapes for a path in a build line
 
