@@ -19,6 +19,7 @@ import json
 import os
 import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from harness.errors import CallgrindFailed, HarnessError, UsageError
@@ -57,19 +58,28 @@ class CallgrindWorker:
                 return kept
         return WorkerProcess(counter.worker_prefix(), counter.worker_env(), WORKER_START_TIMEOUT)
 
+    def _ready(self) -> tuple[CallgrindCounter, WorkerProcess | KeptWorker]:
+        """The counter and a live worker, started (or joined, when kept) if there is none; called with the lock held."""
+        if self._counter is None:
+            CallgrindCounter.require_valgrind()
+            self._counter = CallgrindCounter()
+        counter = self._counter
+        if self._worker is None or self._worker.proc.poll() is not None:
+            self._discard()
+            try:
+                self._worker = self._start(counter)
+            except WorkerStartFailed as exc:
+                raise HarnessError(_with_notes(f"could not start the callgrind worker: {exc}", counter.diagnostics, exc.pid)) from None
+        return counter, self._worker
+
+    def start(self) -> None:
+        """Have a worker ready now, so that its start-up (~10-15 s under valgrind) can overlap other work."""
+        with self._lock:
+            self._ready()
+
     def run(self, task: Task, timeout: float) -> TaskResult:
         with self._lock:
-            if self._counter is None:
-                CallgrindCounter.require_valgrind()
-                self._counter = CallgrindCounter()
-            counter = self._counter
-            if self._worker is None or self._worker.proc.poll() is not None:
-                self._discard()
-                try:
-                    self._worker = self._start(counter)
-                except WorkerStartFailed as exc:
-                    raise HarnessError(_with_notes(f"could not start the callgrind worker: {exc}", counter.diagnostics, exc.pid)) from None
-            worker = self._worker
+            counter, worker = self._ready()
             # A kept worker's valgrind logs are in its own directory.
             notes = worker.diagnostics if isinstance(worker, KeptWorker) else counter.diagnostics
             try:
@@ -171,13 +181,24 @@ def collect_callgrind(
         "globals": globals_blob,
     }
     if not python:
-        _build_here(spec, timer._callgrind_batch_setup)
+        _build_while_starting(spec, timer._callgrind_batch_setup)
     task = Task(suite="timer", name="collect_callgrind", kind="timer", params=params, mode="instructions")
     result = shared_worker().run(task, timeout or CALLGRIND_TIMEOUT)
     if not result.ok:
         raise CallgrindFailed(f"collect_callgrind failed: {result.error}")
     stats = stats_from_result(result, spec, number, retain_out_file)
     return stats if repeats is not None else stats[0]
+
+
+def _build_while_starting(spec: Any, batch_setup: str | None) -> None:
+    """Build a C++ statement in a thread while this one starts (or joins) the worker: a worker's start
+    is ``import torch`` under valgrind on one core and the compiler runs on another, so a first count
+    waits for the longer of them rather than their sum. The start stays here, where Ctrl-C reaches it;
+    the build's failure is the worker's to report."""
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="harness-build") as pool:
+        building = pool.submit(_build_here, spec, batch_setup)
+        shared_worker().start()
+        building.result()
 
 
 def _build_here(spec: Any, batch_setup: str | None) -> None:
