@@ -1,4 +1,4 @@
-"""Command line: ``python -m harness {list,bench,merge,compare,report,check,history,cache}`` (history: ``cli_history``)."""
+"""Command line: ``python -m harness {list,bench,merge,compare,report,check,history,cache,workers}`` (history: ``cli_history``; workers: ``cli_workers``)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ from rich.markup import escape
 from harness._version import __version__
 from harness.cli_history import add_parser as add_history_parser
 from harness.cli_history import cmd_history
+from harness.cli_workers import add_parser as add_workers_parser
+from harness.cli_workers import cmd_workers
 from harness.errors import HarnessError, Terminated, UsageError
 from harness.options import (
     COUNTER_CHOICES,
@@ -221,11 +223,7 @@ def _parser() -> argparse.ArgumentParser:
         "action", choices=["info", "clear"],
         help="info: the cache's folder and the size of each kind of artefact in it; clear: empty it (rebuilt as needed)",
     )
-    workers = sub.add_parser("workers", help="list or stop the instruction-counting workers kept for the next run")
-    workers.add_argument(
-        "action", nargs="?", choices=["list", "stop"], default="list",
-        help="list (the default): each kept worker's age, memory and fingerprint; stop: end them all",
-    )
+    add_workers_parser(sub)
     # `python -m harness X --help` opens with the line the command list shows for X.
     for action in sub._choices_actions:
         sub.choices[action.dest].description = action.help
@@ -403,18 +401,6 @@ def cmd_cache(args: argparse.Namespace) -> int:
     print(f"cache root: {cache_root()}")
     for kind, size in cache_info().items():
         print(f"  {kind}: {size / 1e6:.1f} MB")
-    return 0
-
-
-def cmd_workers(args: argparse.Namespace) -> int:
-    from harness.present.workers import print_workers
-    from harness.workers.registry import kept_workers, stop_all
-
-    if args.action == "stop":
-        stopped = stop_all()
-        print(f"stopped {len(stopped)} kept worker{'' if len(stopped) == 1 else 's'}")
-        return 0
-    print_workers(kept_workers())
     return 0
 
 

@@ -1,7 +1,7 @@
 """Kept workers: a callgrind worker that outlives the run that started it, reused by the next run.
 
-Cost (2-core machine): five valgrind'ed worker start-ups (~20 s each), a few short script
-runs and two ~6 s counts interrupted (Ctrl-C, kill -9); about 2.5 minutes.
+Cost (2-core machine): seven valgrind'ed worker start-ups (~15-20 s each; two of them in parallel),
+a few short script runs and two ~6 s counts interrupted (Ctrl-C, kill -9); about 3 minutes.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -231,3 +232,23 @@ def test_bench_keep_worker_is_reused_by_the_next_run(short_tmp: Path):
     assert servers() == after_first  # the same process served the second run
     bad = subprocess.run([*cmd[:-1], "-3"], capture_output=True, text=True, env=env, timeout=600)
     assert bad.returncode == 2 and "between 0 and" in bad.stderr and "Traceback" not in bad.stderr
+
+
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+def test_workers_start_runs_the_workers_that_the_next_counts_use(short_tmp: Path):
+    env = {**os.environ, "TMPDIR": str(short_tmp), KEEP_ENV: "120"}  # as a CI job that keeps workers sets it
+    start = [sys.executable, "-m", "harness", "workers", "start", "--counter", "callgrind"]
+
+    def run(cmd: list[str], **extra: str) -> subprocess.CompletedProcess:
+        return subprocess.run(cmd, capture_output=True, text=True, env={**env, **extra}, timeout=600)
+
+    first = run([*start, "--jobs", "2"])
+    assert first.returncode == 0, first.stderr
+    pids = {int(p) for p in re.findall(r"slot [01]: callgrind worker started in [\d.]+ s \(pid (\d+)\)", first.stdout)}
+    assert len(pids) == 2, first.stdout  # slots 0 and 1: a serial run's (and collect_callgrind's) and --jobs 2's
+    counted = _run_script(short_tmp)
+    assert counted["reused"] is True and counted["server"] in pids  # the first count waited for no start-up
+    again = run(start)
+    assert again.returncode == 0 and f"slot 0: callgrind worker already running (pid {counted['server']})" in again.stdout
+    refused = run(start, **{KEEP_ENV: "0"})
+    assert refused.returncode == 2 and "not kept here" in refused.stderr and "Traceback" not in refused.stderr

@@ -1,7 +1,9 @@
-"""The kept worker for instruction counting: which one a counter borrows, and how its logs are read."""
+"""The kept worker for instruction counting: which one a counter borrows, how its logs are read, and
+starting them ahead of the runs that will borrow them (``python -m harness workers start``)."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from harness.files.cache import configured_root, link_to_root
@@ -46,3 +48,21 @@ def open_counter_worker(
         counter.worker_prefix(), counter.worker_env(), idle_timeout, start_timeout, directory, diagnostics,
         summary(parts),
     )
+
+
+def start_counter_workers(counter: InstructionCounter, idle_timeout: float, start_timeout: float,
+                          jobs: int = 1) -> list[tuple[int, str, int | None]]:
+    """Have the kept workers of slots 0 to ``jobs``-1 running (the ones ``collect_callgrind`` and
+    ``bench --jobs N`` borrow from this directory and environment), started in parallel, and let go
+    of them: ``(slot, "started" | "running" | "busy", server pid or None)`` for each. "busy": another
+    client holds that slot's worker now, so it is running already."""
+
+    def one(slot: int) -> tuple[int, str, int | None]:
+        worker = open_counter_worker(counter, idle_timeout, start_timeout, slot)
+        if worker is None:
+            return slot, "busy", None
+        worker.close()
+        return slot, "running" if worker.reused else "started", worker.server_pid
+
+    with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="harness-worker-start") as pool:
+        return list(pool.map(one, range(jobs)))
