@@ -8,7 +8,9 @@ arguments and prints), and what Python callers call. In order, it
 2. picks the instruction counter when any task counts instructions (fails
    now when it cannot count);
 3. calls each kind's preparer once with the run's tasks (``harness.kinds``:
-   e.g. every C++ statement of the run compiled in one build);
+   e.g. every C++ statement of the run compiled in one build), while the kept
+   counting workers of a run that only counts start beside it
+   (``run.executors.start_kept_workers_early``);
 4. checks the machine for noise sources before wall-time tasks;
 5. executes the tasks (``run.executors``), streaming each result;
 6. writes the record through the one writer (``records.store``, or the
@@ -46,7 +48,7 @@ from harness.options import RunOptions
 from harness.records import environment, store
 from harness.records.noise import check_noise, warning_block
 from harness.run import shards
-from harness.run.executors import check_executor, check_in_process, execute
+from harness.run.executors import check_executor, check_in_process, execute, start_kept_workers_early
 
 
 @dataclasses.dataclass(frozen=True)
@@ -197,7 +199,9 @@ def run_tasks(tasks: Sequence[Task], options: RunOptions | None = None, on_event
     try:
         check_in_process(options, counter)
         check_executor(options)
+        workers_started = start_kept_workers_early(tasks, options, counter)
         prepare(tasks, emit)
+        workers_started()
         if any(t.mode == "wall" for t in tasks):
             run.environment["noise"] = check_noise()
             warning = warning_block(run.environment["noise"])

@@ -80,6 +80,14 @@ def _kill_servers(tmp: Path) -> None:
             os.kill(json.loads(info.read_text())["server"], signal.SIGKILL)
 
 
+def _servers(tmp: Path) -> list[str]:
+    """The pids of the kept workers serving under ``tmp``."""
+    out = subprocess.run(["pgrep", "-f", "--", f"listen:{tmp}"], capture_output=True, text=True).stdout
+    pids = out.split()
+    # A callgrind worker's zygote is a fork of it, with the same command line: not a worker of its own.
+    return [p for p in pids if Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[1] not in pids]
+
+
 def _run_script(tmp: Path, **extra_env: str) -> dict:
     env = {**os.environ, "TMPDIR": str(tmp), KEEP_ENV: "120", **extra_env}
     proc = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, env=env, timeout=600)
@@ -218,10 +226,7 @@ def test_bench_keep_worker_is_reused_by_the_next_run(short_tmp: Path):
            "--counter", "callgrind", "--keep-worker", "120"]
 
     def servers() -> list[str]:
-        out = subprocess.run(["pgrep", "-f", "--", f"listen:{short_tmp}"], capture_output=True, text=True).stdout
-        pids = out.split()
-        # A callgrind worker's zygote is a fork of it, with the same command line: not a worker of its own.
-        return [p for p in pids if Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[1] not in pids]
+        return _servers(short_tmp)
 
     first = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
     assert first.returncode == 0, first.stderr
@@ -252,3 +257,31 @@ def test_workers_start_runs_the_workers_that_the_next_counts_use(short_tmp: Path
     assert again.returncode == 0 and f"slot 0: callgrind worker already running (pid {counted['server']})" in again.stdout
     refused = run(start, **{KEEP_ENV: "0"})
     assert refused.returncode == 2 and "not kept here" in refused.stderr and "Traceback" not in refused.stderr
+
+
+
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+def test_bench_starts_its_kept_worker_while_it_compiles_its_cpp_statements(short_tmp: Path):
+    from harness.files.cache import configured_root
+
+    root = short_tmp / "benchmarks"
+    root.mkdir()
+    constant = f"{time.time_ns() % 10**9}"  # a statement no cache has built
+    (root / "bench_cpp.py").write_text(
+        "import harness\nsuite = harness.Suite()\n"
+        f"suite.timer('mul', 'auto y = x * w + {constant};', "
+        "setup='auto x = torch::ones({4, 4}); auto w = torch::ones({4, 4});', language='c++')\n"
+    )
+    env = {**os.environ, "TMPDIR": str(short_tmp)}
+    run = subprocess.run([sys.executable, "-m", "harness", "bench", "--path", str(root), "--mode", "instructions",
+                          "--counter", "callgrind", "--keep-worker", "120", "-o", str(short_tmp / "run.json")],
+                         capture_output=True, text=True, env=env, timeout=900)
+    assert run.returncode == 0, run.stderr
+    assert len(_servers(short_tmp)) == 1  # one worker: the one started early is the one the run used
+    (launched,) = short_tmp.glob("harness-*/workers/k*/info.json")  # written as the worker was launched
+    sources = [p for p in configured_root()[0].glob("cpp/*/modules/*/tu0.cpp") if constant in p.read_text()]
+    (built,) = [p.parent / "tu0.o" for p in sources]
+    # Launched before the compiler had finished the statement: its start and the compile overlapped.
+    assert launched.stat().st_mtime < built.stat().st_mtime
+    record = json.loads((short_tmp / "run.json").read_text())
+    assert [r["status"] for r in record["results"]] == ["ok"]

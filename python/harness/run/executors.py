@@ -9,13 +9,15 @@ valgrind for callgrind, possibly kept for the next run). Every result goes to
 
 from __future__ import annotations
 
+import contextlib
 import os
+import threading
 from collections.abc import Callable, Sequence
 
 from harness import kinds
 from harness.errors import UsageError
 from harness.measure.counters.base import InstructionCounter
-from harness.measure.counters.kept import open_counter_worker
+from harness.measure.counters.kept import open_counter_worker, start_counter_workers
 from harness.model.result import TaskResult
 from harness.model.task import Task
 from harness.options import COUNTER_ENV, WORKER_START_TIMEOUT, RunOptions
@@ -69,6 +71,35 @@ def run_in_workers(tasks: Sequence[Task], options: RunOptions, counter: Instruct
             timeout=options.timeout, diagnostics=counter.diagnostics, kept=kept, kinds=refs, pythons=options.sides,
             finish=counter.finish,
         ).run(counted, options.min_run_time, on_result)
+
+
+def _nothing() -> None:
+    return None
+
+
+def start_kept_workers_early(tasks: Sequence[Task], options: RunOptions,
+                             counter: InstructionCounter | None) -> Callable[[], None]:
+    """Start the kept counting workers this run will borrow in a thread, while the run prepares (compiles
+    its C++ statements): a worker's start, ``import torch`` under valgrind on one core for ~14 s, and the
+    compiler then overlap, as in ``collect_callgrind``. Returns what waits for that thread, to be called
+    before the run asks for a worker (a slot the thread still holds would make the run start a private
+    one). Only for a local run in workers that keeps them and counts instructions alone: a start beside
+    a wall-time task would distort its times, and A/B sides and fresh-worker tasks never use kept ones."""
+    if (counter is None or options.keep_seconds is None or options.executor != "local" or options.in_process
+            or options.sides or any(t.mode != "instructions" for t in tasks) or not counter.worker_prefix()):
+        return _nothing
+    slots = min(options.jobs, sum(1 for t in tasks if not t.params.get("fresh_worker")))
+    if slots == 0:
+        return _nothing
+
+    def start() -> None:
+        # A worker that cannot start is the run's to report, when its pool tries again.
+        with contextlib.suppress(Exception):
+            start_counter_workers(counter, options.keep_seconds, WORKER_START_TIMEOUT, slots)
+
+    thread = threading.Thread(target=start, name="harness-early-workers", daemon=True)
+    thread.start()
+    return thread.join
 
 
 def check_executor(options: RunOptions) -> None:
