@@ -68,7 +68,7 @@ def _start(args: argparse.Namespace) -> int:
         return 0
     t0 = time.perf_counter()
     try:
-        started = start_counter_workers(counter, keep, WORKER_START_TIMEOUT, args.jobs)
+        started = start_counter_workers(counter, keep, WORKER_START_TIMEOUT, args.jobs)()
     except WorkerStartFailed as exc:
         raise HarnessError(f"workers start: a {counter.name} worker did not start: {exc}") from None
     seconds = time.perf_counter() - t0

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import threading
 from collections.abc import Callable, Sequence
 
 from harness import kinds
@@ -79,10 +78,10 @@ def _nothing() -> None:
 
 def start_kept_workers_early(tasks: Sequence[Task], options: RunOptions,
                              counter: InstructionCounter | None) -> Callable[[], None]:
-    """Start the kept counting workers this run will borrow in a thread, while the run prepares (compiles
+    """Start the kept counting workers this run will borrow, in threads, while the run prepares (compiles
     its C++ statements): a worker's start, ``import torch`` under valgrind on one core for ~14 s, and the
-    compiler then overlap, as in ``collect_callgrind``. Returns what waits for that thread, to be called
-    before the run asks for a worker (a slot the thread still holds would make the run start a private
+    compiler then overlap, as in ``collect_callgrind``. Returns what waits for them, to be called
+    before the run asks for a worker (a slot a thread still holds would make the run start a private
     one). Only for a local run in workers that keeps them and counts instructions alone: a start beside
     a wall-time task would distort its times, and A/B sides and fresh-worker tasks never use kept ones."""
     if (counter is None or options.keep_seconds is None or options.executor != "local" or options.in_process
@@ -91,15 +90,14 @@ def start_kept_workers_early(tasks: Sequence[Task], options: RunOptions,
     slots = min(options.jobs, sum(1 for t in tasks if not t.params.get("fresh_worker")))
     if slots == 0:
         return _nothing
+    started = start_counter_workers(counter, options.keep_seconds, WORKER_START_TIMEOUT, slots)
 
-    def start() -> None:
+    def wait() -> None:
         # A worker that cannot start is the run's to report, when its pool tries again.
         with contextlib.suppress(Exception):
-            start_counter_workers(counter, options.keep_seconds, WORKER_START_TIMEOUT, slots)
+            started()
 
-    thread = threading.Thread(target=start, name="harness-early-workers", daemon=True)
-    thread.start()
-    return thread.join
+    return wait
 
 
 def check_executor(options: RunOptions) -> None:

@@ -19,7 +19,6 @@ import json
 import os
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from harness.errors import CallgrindFailed, HarnessError, UsageError
@@ -195,6 +194,8 @@ def _build_while_starting(spec: Any, batch_setup: str | None) -> None:
     is ``import torch`` under valgrind on one core and the compiler runs on another, so a first count
     waits for the longer of them rather than their sum. The start stays here, where Ctrl-C reaches it;
     the build's failure is the worker's to report."""
+    from concurrent.futures import ThreadPoolExecutor  # a C++ statement's only: not on every count's import
+
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="harness-build") as pool:
         building = pool.submit(_build_here, spec, batch_setup)
         shared_worker().start()

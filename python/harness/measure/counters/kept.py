@@ -3,7 +3,8 @@ starting them ahead of the runs that will borrow them (``python -m harness worke
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from harness.files.cache import configured_root, link_to_root
@@ -51,18 +52,37 @@ def open_counter_worker(
 
 
 def start_counter_workers(counter: InstructionCounter, idle_timeout: float, start_timeout: float,
-                          jobs: int = 1) -> list[tuple[int, str, int | None]]:
-    """Have the kept workers of slots 0 to ``jobs``-1 running (the ones ``collect_callgrind`` and
-    ``bench --jobs N`` borrow from this directory and environment), started in parallel, and let go
-    of them: ``(slot, "started" | "running" | "busy", server pid or None)`` for each. "busy": another
-    client holds that slot's worker now, so it is running already."""
+                          jobs: int = 1) -> Callable[[], list[tuple[int, str, int | None]]]:
+    """Start the kept workers of slots 0 to ``jobs``-1 (the ones ``collect_callgrind`` and ``bench --jobs N``
+    borrow from this directory and environment), each in a thread of its own, and let go of each once it
+    is ready. Returns what waits for them: ``(slot, "started" | "running" | "busy", server pid or None)``
+    for each, or the first start's error. "busy": another client holds that slot's worker, so it runs
+    already. The threads are daemons: a caller interrupted before it waits leaves the workers to finish
+    starting on their own, for the next run."""
+    outcomes: dict[int, tuple[int, str, int | None] | BaseException] = {}
 
-    def one(slot: int) -> tuple[int, str, int | None]:
-        worker = open_counter_worker(counter, idle_timeout, start_timeout, slot)
-        if worker is None:
-            return slot, "busy", None
-        worker.close()
-        return slot, "running" if worker.reused else "started", worker.server_pid
+    def one(slot: int) -> None:
+        try:
+            worker = open_counter_worker(counter, idle_timeout, start_timeout, slot)
+            if worker is None:
+                outcomes[slot] = (slot, "busy", None)
+                return
+            worker.close()
+            outcomes[slot] = (slot, "running" if worker.reused else "started", worker.server_pid)
+        except BaseException as exc:  # noqa: BLE001 - the waiter raises it
+            outcomes[slot] = exc
 
-    with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="harness-worker-start") as pool:
-        return list(pool.map(one, range(jobs)))
+    threads = [threading.Thread(target=one, args=(slot,), name=f"harness-worker-start-{slot}", daemon=True)
+               for slot in range(jobs)]
+    for thread in threads:
+        thread.start()
+
+    def wait() -> list[tuple[int, str, int | None]]:
+        for thread in threads:
+            thread.join()
+        for slot in range(jobs):
+            if isinstance(outcomes[slot], BaseException):
+                raise outcomes[slot]
+        return [outcomes[slot] for slot in range(jobs)]  # type: ignore[misc]
+
+    return wait
