@@ -15,9 +15,10 @@ Prints, from one run on this machine:
      --address does (what that costs alone, ray.init, a first task on each worker and
      ray.shutdown, is timed too and shown); "ray cluster, 2 workers" joins a Ray of 2 CPUs that
      this script started before with `ray start --head` (--address), as a run joins the cluster
-     it spreads over, each run a Ray job of its own with new Ray worker processes (what such a
-     job costs alone, the driver's connection, a first task on each CPU and its disconnection, is
-     timed too and shown).
+     it spreads over, each run a Ray job of its own: cold, with new Ray worker processes (what
+     such a job costs alone, the driver's connection, a first task on each CPU and its
+     disconnection, is timed too and shown); warm, on the kept actors (cluster.kept_actors) that
+     the untimed run left, as a run that keeps its workers does.
                                      targets: --jobs 2 >= 1.6x serial (cold), >= 1.8x (warm);
                                      Ray within 10% of --jobs 2
   2. whether Ray's and --jobs 2's counts are identical to the serial counts (task by task)

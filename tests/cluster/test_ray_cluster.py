@@ -1,13 +1,16 @@
 """Two Ray nodes on one machine (ray.cluster_utils.Cluster): wall-time tasks alone on their node,
-a lost node's tasks retried elsewhere, a node with another harness refused, and a run without
---address beside a running cluster given a Ray of its own.
+a lost node's tasks retried elsewhere, a node with another harness refused, a run without
+--address beside a running cluster given a Ray of its own, and kept actors serving run after run.
 
-Marked ``multinode``: 72 s together on the 2-core reference VM under a load average of ~9 (each
-test starts its own cluster, so a killed node cannot leak into the next).
+Marked ``multinode``: 72 s together on the 2-core reference VM under a load average of ~9, and
+45-50 s more for the kept actors (a counting worker's start under valgrind, four runs). Each test
+starts its own cluster, so a killed node cannot leak into the next.
 """
 
 from __future__ import annotations
 
+import fcntl
+import os
 import textwrap
 import threading
 import time
@@ -130,3 +133,93 @@ def test_a_run_without_address_gets_a_ray_of_its_own_beside_a_running_cluster(tm
         c.shutdown()
     assert [r.status for r in record.results] == ["ok", "ok"], [r.error for r in record.results]
     assert cluster_node not in {r.extra["node"]["node_id"] for r in record.results}
+
+
+COUNTED = textwrap.dedent("""
+    import harness
+    suite = harness.Suite(description="two counts")
+    suite.timer("a_mul", "y = x * w", setup="x = torch.ones(4, 4)\\nw = torch.ones(4, 4)")
+    suite.timer("b_add", "y = x + 1", setup="x = torch.ones(4, 4)")
+""")
+
+
+def _kept_actor_names() -> list[str]:
+    from harness.cluster.kept_actors import NAME_PREFIX, NAMESPACE
+
+    return sorted(a["name"] for a in ray.util.list_named_actors(all_namespaces=True)
+                  if a["namespace"] == NAMESPACE and a["name"].startswith(NAME_PREFIX))
+
+
+def _held() -> list[bool]:
+    """Whether a client holds each kept counting worker (its directory's lock is taken)."""
+    from harness.workers.registry import kept_workers
+
+    held = []
+    for worker in kept_workers():
+        fd = os.open(Path(worker["directory"]) / "lock", os.O_RDWR)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            held.append(False)
+        except BlockingIOError:
+            held.append(True)
+        finally:
+            os.close(fd)  # and the lock with it
+    return held
+
+
+def test_kept_actors_serve_the_next_run_survive_a_kill_and_leave_when_idle(tmp_path, monkeypatch):
+    """On a cluster that stays up, a run that keeps its workers gives its counts to a kept actor (one
+    per CPU), which the next run finds and uses again, its kept counting worker with it (let go of
+    between runs); an actor
+    killed in the middle of a run loses nothing (what is left runs as Ray tasks, counting the same);
+    an idle actor leaves after the run's keep time."""
+    import tempfile
+
+    from harness.workers.registry import stop_all
+
+    root = tmp_path / "benchmarks"
+    (root / "counted").mkdir(parents=True)
+    (root / "counted" / "suite.py").write_text(COUNTED)
+    tasks = [t for s in select_suites(root, ["counted"]) for t in s.tasks()]
+    private = tempfile.mkdtemp(prefix="hka", dir="/tmp")  # the kept counting workers' sockets
+    monkeypatch.setenv("TMPDIR", private)
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    common = {"executor": "ray", "mode": "instructions", "counter": "callgrind", "min_run_time": 0.01}
+    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 0})
+    try:
+        c.add_node(num_cpus=1)
+        c.wait_for_nodes()
+        ray.init(address=c.address, log_to_driver=False)
+        runs = [run_tasks(tasks, RunOptions(keep_worker=120, **common)) for _ in range(2)]
+        names = _kept_actor_names()
+        assert len(names) == 1, names  # one CPU, one actor
+        # Between runs the actor lets go of its counting worker (a local run may borrow it).
+        deadline = time.monotonic() + 30
+        while _held() != [False] and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _held() == [False], "the idle actor still holds its counting worker"
+
+        killed = []
+
+        def kill_the_actor(event: Event) -> None:
+            if event.kind == "result" and not killed:
+                killed.append(event.result.extra["node"]["pid"])
+                ray.kill(ray.get_actor(names[0], namespace="harness"))
+
+        runs.append(run_tasks(tasks, RunOptions(keep_worker=120, **common), kill_the_actor))
+        runs.append(run_tasks(tasks, RunOptions(keep_worker=1, **common)))  # a new actor, kept one second
+        left = time.monotonic() + 60
+        while _kept_actor_names() and time.monotonic() < left:
+            time.sleep(0.5)
+        assert _kept_actor_names() == [], "the idle actor did not leave"
+    finally:
+        ray.shutdown()
+        c.shutdown()
+        stop_all()
+    for record in runs:
+        assert [r.status for r in record.results] == ["ok", "ok"], [r.error for r in record.results]
+    counts = [{r.task.name: r.samples for r in record.results} for record in runs]
+    assert counts[0]["a_mul"][0] > 0 and all(c == counts[0] for c in counts), counts
+    pids = [[r.extra["node"]["pid"] for r in record.results] for record in runs]
+    assert pids[0][0] == pids[0][1] == pids[1][0] == pids[1][1] == killed[0]  # one actor served both runs
+    assert killed[0] not in pids[2][1:] and killed[0] not in pids[3], pids  # after the kill: other processes

@@ -8,7 +8,11 @@ the task in harness's own worker process on its node (``cluster.remote``);
 results stream back as they finish and go to ``on_result`` exactly as a local
 run's do, so the same writer and the same guarantees hold. A failed benchmark
 is a failed result; only a lost node makes Ray retry a task (``max_retries``,
-``retry_exceptions=False``). Ctrl-C cancels what is queued and running
+``retry_exceptions=False``). On a Ray this run did not start (``--address``,
+a caller's ``ray.init``), a run that keeps its workers gives its
+instruction-count tasks to kept actors instead (``cluster.kept_actors``):
+processes that outlive the run, so the next one skips Ray's worker starts
+too. Ctrl-C cancels what is queued and running
 (gently first, so each task kills its worker, then by force), keeps what
 finished, and stops a Ray this run started.
 """
@@ -19,8 +23,9 @@ import itertools
 import logging
 import os
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness import kinds
 from harness.errors import UsageError
@@ -30,6 +35,9 @@ from harness.model.task import Task
 from harness.options import RAY_INSTALL, RAY_MAX_RETRIES, WALL_RESOURCE, RunOptions
 from harness.records.environment import local_fingerprint
 from harness.workers.process import library_may_set_environment, own_environment
+
+if TYPE_CHECKING:
+    from harness.cluster.kept_actors import KeptSlot
 
 POLL_SECONDS = 0.5  # how often progress asks the tracker what runs where
 CANCEL_GRACE = 5.0  # seconds cancelled tasks get to kill their workers before Ray kills them
@@ -83,6 +91,17 @@ def _require_wall_resource(options: RunOptions) -> None:
         )
 
 
+def _kept_slots(options: RunOptions, tasks: int) -> list[KeptSlot]:
+    """The kept actors a run's instruction-count tasks go to (no more than there are tasks): none
+    unless the run keeps its workers."""
+    keep = options.keep_seconds
+    if keep is None:
+        return []
+    from harness.cluster.kept_actors import kept_actors
+
+    return kept_actors(keep, limit=tasks)
+
+
 def _lost(task: Task, exc: BaseException) -> TaskResult:
     first = str(exc).strip().splitlines()[:1]
     return TaskResult(task=task, status="failed",
@@ -118,7 +137,6 @@ class _Driver:
         import ray
 
         from harness.cluster.remote import run_remote
-        from harness.cluster.tracker import start_tracker
 
         self.options, self.on_result, self.on_nodes = options, on_result, on_nodes
         self.total = len(tasks)
@@ -127,7 +145,8 @@ class _Driver:
         self.driver = local_fingerprint()
         self.environ, self.cwd = environ, os.getcwd()  # harness's workers start as here
         self.remote = ray.remote(run_remote)
-        self.tracker = start_tracker() if on_nodes is not None else None
+        self.tracker: Any = None  # started by the first phase of Ray tasks that shows progress
+        self.started: dict[int, str] = {}  # task index -> node, for tasks given to kept actors
         self.finished: dict[int, str] = {}
         self.shown: dict[str, dict[str, int]] | None = None
         self.asked = 0.0  # when progress last asked the tracker (time.monotonic)
@@ -145,7 +164,7 @@ class _Driver:
     def _progress(self, force: bool = False) -> None:
         # At most once per POLL_SECONDS: each question is a call into the tracker's process,
         # and on a full node every CPU second of Ray's is taken from the benchmarks.
-        if self.on_nodes is None or self.tracker is None:
+        if self.on_nodes is None:
             return
         now = time.monotonic()
         if not force and now - self.asked < POLL_SECONDS:
@@ -155,10 +174,12 @@ class _Driver:
 
         from harness.cluster.tracker import node_counts
 
-        try:
-            started = ray.get(self.tracker.snapshot.remote(), timeout=POLL_SECONDS * 4)
-        except Exception:  # noqa: BLE001 - progress must never stop a run
-            return
+        started = self.started
+        if self.tracker is not None:
+            try:
+                started = {**started, **ray.get(self.tracker.snapshot.remote(), timeout=POLL_SECONDS * 4)}
+            except Exception:  # noqa: BLE001 - progress must never stop a run
+                return
         counts = node_counts(started, self.finished, self.total)
         if counts != self.shown:
             self.shown = counts
@@ -167,8 +188,10 @@ class _Driver:
     def run(self, phase: Sequence[Task], resources: dict[str, float]) -> None:
         import ray
 
-        from harness.cluster.remote import node_label
+        from harness.cluster.tracker import start_tracker
 
+        if self.on_nodes is not None and self.tracker is None:
+            self.tracker = start_tracker()
         pending = dict(self.submit(t, resources) for t in phase)
         try:
             while pending:
@@ -179,14 +202,71 @@ class _Driver:
                         result = TaskResult.from_json(ray.get(ref))
                     except Exception as exc:  # noqa: BLE001 - Ray's errors (node lost for good, cancelled)
                         result = _lost(task, exc)
-                    node = result.extra.get("node")
-                    self.finished[i] = node_label(node) if isinstance(node, dict) else "(lost)"
-                    self.on_result(result)
+                    self._deliver(i, result)
                 self._progress()
             self._progress(force=True)
         except KeyboardInterrupt:
             _cancel(list(pending))
             raise
+
+    def _deliver(self, i: int, result: TaskResult) -> None:
+        from harness.cluster.remote import node_label
+
+        node = result.extra.get("node")
+        self.finished[i] = node_label(node) if isinstance(node, dict) else "(lost)"
+        self.on_result(result)
+
+    def run_kept(self, phase: Sequence[Task], slots: Sequence[KeptSlot]) -> None:
+        """``phase`` on kept actors (``cluster.kept_actors``), one task each at a time. An actor that
+        dies (its node lost, or killed) takes its node out of this run and its task goes to another
+        (at most RAY_MAX_RETRIES times); what no actor is left for runs as Ray tasks, which Ray places.
+        Ctrl-C kills the actors running this run's tasks (a running actor task cannot be cancelled);
+        the next run starts new ones, their kept workers still warm."""
+        import ray
+        from ray.exceptions import ActorUnschedulableError, RayActorError
+
+        keep = self.options.keep_seconds
+        queue = deque((next(self.index), task, 0) for task in phase)
+        idle = list(slots)
+        running: dict[Any, tuple[KeptSlot, int, Task, int]] = {}
+        dead: set[str] = set()  # the nodes of actors that died during this run
+        try:
+            while running or (queue and idle):
+                while idle and queue:
+                    slot, (i, task, tries) = idle.pop(0), queue.popleft()
+                    ref = slot.handle.run.remote(
+                        task.to_json(), self.options.min_run_time, self.options.timeout, self.counter_name,
+                        self.kinds, self.driver, self.environ, self.cwd, None, i, keep=keep)
+                    running[ref] = (slot, i, task, tries)
+                    self.started[i] = slot.node
+                ready, _ = ray.wait(list(running), num_returns=1, timeout=POLL_SECONDS)
+                for ref in ready:
+                    slot, i, task, tries = running.pop(ref)
+                    try:
+                        result = TaskResult.from_json(ray.get(ref))
+                    except (RayActorError, ActorUnschedulableError) as exc:
+                        # Its node was lost (its other actors with it), or it was killed.
+                        del self.started[i]
+                        dead.add(slot.node)
+                        idle = [s for s in idle if s.node not in dead]
+                        if tries < RAY_MAX_RETRIES:
+                            queue.appendleft((i, task, tries + 1))
+                            continue
+                        result = _lost(task, exc)
+                    except Exception as exc:  # noqa: BLE001 - Ray's other errors: the actor lives on
+                        result = _lost(task, exc)
+                    if slot.node not in dead:
+                        idle.append(slot)
+                    self._deliver(i, result)
+                self._progress()
+        except KeyboardInterrupt:
+            for slot, *_ in running.values():
+                ray.kill(slot.handle)
+            raise
+        if queue:  # no actor left: Ray places the rest as tasks, and retries them where a node is lost
+            self.run([task for _, task, _ in queue], {})
+        else:
+            self._progress(force=True)
 
 
 def run_on_ray(tasks: Sequence[Task], options: RunOptions, counter: InstructionCounter | None,
@@ -208,7 +288,12 @@ def run_on_ray(tasks: Sequence[Task], options: RunOptions, counter: InstructionC
         driver = _Driver(tasks, options, counter, on_result, on_nodes, environ)
         if wall:
             driver.run(wall, {WALL_RESOURCE: 1})
-        if counted:
+        # A Ray this run started stops with it: kept actors only where it joined one that stays.
+        joined = bool(options.address) or not started_here
+        slots = _kept_slots(options, len(counted)) if counted and joined else []
+        if slots:
+            driver.run_kept(counted, slots)
+        elif counted:
             driver.run(counted, {})
     finally:
         if started_here:

@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import hashlib
+import json
 import os
 import socket
 import tempfile
@@ -49,6 +51,7 @@ from harness.workers.pool import WorkerPool
 _WORKERS: dict[str, tuple[WorkerPool, Any]] = {}
 _COUNTERS: dict[str, InstructionCounter] = {}
 _FINGERPRINT: dict[str, str] = {}
+_STARTED_AS: list[str] = []  # the driver environment and directory the held workers started with (a digest)
 RAY_SLOTS = 1000  # the first kept-worker slot of Ray's worker processes (a local run's are 0 to N-1)
 MAX_KEPT_SLOTS = 64  # kept workers a node's Ray worker processes may hold at once, one each
 
@@ -63,7 +66,7 @@ def this_node() -> dict[str, Any]:
 
     context = ray.get_runtime_context()
     return {"host": socket.gethostname(), "node_id": context.get_node_id(),
-            "ip": ray.util.get_node_ip_address()}
+            "ip": ray.util.get_node_ip_address(), "pid": os.getpid()}
 
 
 def _borrow(counter: InstructionCounter, keep: float) -> KeptWorker | None:
@@ -99,12 +102,25 @@ def _pool(counter_name: str, timeout: float | None, kinds: dict[str, Any],
 
 
 @atexit.register
-def _close() -> None:
+def release_workers() -> None:
+    """Close harness's workers this process holds (a kept one goes back to its slot) and its counters."""
     for _, worker in _WORKERS.values():
         if worker is not None:
             worker.close()
     for counter in _COUNTERS.values():
         counter.close()
+    _WORKERS.clear()
+    _COUNTERS.clear()
+    _STARTED_AS.clear()
+
+
+def _hold_for(environ: dict[str, str], cwd: str) -> None:
+    """Workers started for another driver's environment or directory never serve this one: a
+    process that outlives its run (``cluster.kept_actors``) serves runs of other shells too."""
+    key = hashlib.sha256(json.dumps([sorted(environ.items()), cwd]).encode()).hexdigest()
+    if _STARTED_AS != [key]:
+        release_workers()
+        _STARTED_AS.append(key)
 
 
 @contextlib.contextmanager
@@ -156,6 +172,7 @@ def run_remote(task_json: dict[str, Any], min_run_time: float, timeout: float, c
     if why is not None:
         result = TaskResult(task=task, status="failed", error=f"node {node['ip']} ({node['host']}) refused: {why}")
     else:
+        _hold_for(environ, cwd)
         starting = _WORKERS.get(counter_name, (None, None))[1] is None or bool(task.params.get("fresh_worker"))
         # A worker that starts here, and the counter's files, are where the driver's would be.
         with _driver_environment(environ, cwd) if starting else contextlib.nullcontext():

@@ -29,9 +29,10 @@ import textwrap
 from collections.abc import Sequence
 from typing import Any
 
-from harness.define.torchscript import Signature, function_source, model_source, saved_path
+from harness.define.torchscript import TORCHSCRIPT_DIR, Signature, function_source, model_source, saved_path
 from harness.errors import UsageError
 from harness.model.task import Task
+from harness.options import CACHE_DIR_ENV
 
 LANGUAGE_NAMES = {"py": "python", "cpp": "cpp"}
 RUNTIME_NAMES = {"eager": "eager", "ts": "torchscript"}
@@ -79,7 +80,7 @@ class Variant:
     stmt: str
     setup: str
     global_setup: str = ""
-    torchscript: dict[str, str] | None = None  # {"source", "kind", "path"}
+    torchscript: dict[str, str] | None = None  # {"source", "kind", "file"}
 
 
 class _Grouped:
@@ -133,7 +134,9 @@ class _Grouped:
         ts = None
         if self.torchscript:
             source, kind = self._torchscript_source()  # type: ignore[misc]
-            ts = {"source": source, "kind": kind, "path": str(saved_path(source, kind))}
+            # The file's name, not its path: a task's params reach the counting child, and a path
+            # there moves the count with the cache's path (define.torchscript.load).
+            ts = {"source": source, "kind": kind, "file": saved_path(source, kind).name}
         for language in ("py", "cpp"):
             eager_stmt, eager_setup = self._eager(language)
             runtimes: list[tuple[str, str | None, str]] = []
@@ -148,7 +151,7 @@ class _Grouped:
                     full = stmt + ("\n" + self._backward(language, runtime) if autograd == "bwd" else "")
                     if runtime == "ts":
                         assert ts is not None
-                        setup = self._ts_setup(language, ts["path"], full)
+                        setup = self._ts_setup(language, ts["file"], full)
                     else:
                         setup = extra_setup
                     out.append(
@@ -178,13 +181,17 @@ class _Grouped:
             return f"{y}.backward()"
         return f"{y}.toTensor().backward();" if runtime == "ts" else f"{y}.backward();"
 
-    def _ts_setup(self, language: str, path: str, stmt: str) -> str:
+    def _ts_setup(self, language: str, name: str, stmt: str) -> str:
+        # The file by its name in the cache of the process that runs it, never by the cache's path,
+        # whose length would move the count (define.torchscript.load). C++ reads the cache from
+        # HARNESS_CACHE_DIR, which every process that runs such a setup has (run.grouped_task).
+        folder = TORCHSCRIPT_DIR
         if language == "py":
             return "\n".join(
                 [
                     self.setup.py_setup,
                     "from harness.define.torchscript import load as _harness_load_torchscript",
-                    f"jit_model = _harness_load_torchscript({path!r})",
+                    f"jit_model = _harness_load_torchscript({name!r})",
                     f"for _ in range({WARMUP_CALLS}):",
                     textwrap.indent(stmt, "    "),
                 ]
@@ -192,7 +199,8 @@ class _Grouped:
         return "\n".join(
             [
                 self.setup.cpp_setup,
-                f"auto jit_model = torch::jit::load({json.dumps(path)});",
+                f"auto jit_model = torch::jit::load(std::string(std::getenv({json.dumps(CACHE_DIR_ENV)})) + "
+                f"{json.dumps(f'/{folder}/{name}')});",
                 f"for (int harness_warmup = 0; harness_warmup < {WARMUP_CALLS}; ++harness_warmup) {{",
                 stmt,
                 "}",

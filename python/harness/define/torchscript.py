@@ -86,7 +86,18 @@ def model_source(py_model_setup: str) -> str:
     return "import torch\nfrom torch import nn\n\n" + textwrap.dedent(py_model_setup).strip("\n") + "\n"
 
 
+TORCHSCRIPT_DIR = "torchscript"  # the cache's folder of scripted models
+
+
 def _torch_version() -> str:
+    torch = sys.modules.get("torch")
+    if getattr(torch, "__file__", None):
+        # Torch's own site directory only: a search of all of sys.path lists the working directory
+        # (sys.path[0]), and in a counting worker what that listing allocates moved a TorchScript
+        # statement's count from run to run as files appeared there.
+        site = str(Path(torch.__file__).parent.parent)  # type: ignore[union-attr]
+        for dist in importlib.metadata.distributions(name="torch", path=[site]):
+            return dist.version
     try:
         return importlib.metadata.version("torch")
     except importlib.metadata.PackageNotFoundError:  # pragma: no cover - torch is a dependency
@@ -98,7 +109,7 @@ def _torch_version() -> str:
 def saved_path(source: str, kind: str) -> Path:
     """Where the scripted form of ``source`` is saved (computable without importing torch)."""
     digest = hashlib.sha256(f"{kind}\n{_torch_version()}\n{source}".encode()).hexdigest()[:20]
-    return cache_dir("torchscript") / f"{kind}_{digest}.pt"
+    return cache_dir(TORCHSCRIPT_DIR) / f"{kind}_{digest}.pt"
 
 
 def ensure_scripted(source: str, kind: str) -> Path:
@@ -150,8 +161,13 @@ def _ensure_scripted(source: str, kind: str) -> Path:
 
 
 def load(path: str | os.PathLike[str]) -> Any:
-    """``torch.jit.load`` without the deprecation warning."""
+    """``torch.jit.load`` without the deprecation warning. A bare file name (a TorchScript task's
+    setup gives one) is that file of this process's cache: a counting worker reaches the cache by a
+    path of one length, and the length of the path loaded moves the statement's count (by 12
+    instructions a run for 40 more characters), so no setup names the cache's own path."""
     import torch
 
+    if os.sep not in str(path):
+        path = cache_dir(TORCHSCRIPT_DIR) / path
     with quiet_deprecation():
         return torch.jit.load(str(path))

@@ -7,6 +7,7 @@ TorchScript variant scripts its model first (``define.torchscript``).
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from harness.define.torchscript import ensure_scripted
@@ -14,6 +15,7 @@ from harness.errors import StatementError
 from harness.measure.timer import Timer
 from harness.model.result import TaskResult
 from harness.model.task import Task
+from harness.options import CACHE_DIR_ENV
 from harness.run.instructions import run_timer_instructions
 from harness.run.prepare import cpp_block
 
@@ -25,11 +27,15 @@ def grouped_timer(task: Task) -> Any:
     ts = p.get("torchscript")
     if ts:
         path = ensure_scripted(ts["source"], ts["kind"])
-        if str(path) != ts["path"]:
+        # The setup loads the file by its name from this process's cache (define.torchscript.load),
+        # a C++ setup from $HARNESS_CACHE_DIR: set here where unset (a counting worker has its own).
+        if ts["file"] != path.name:
             raise StatementError(
-                f"the TorchScript file for this task moved ({ts['path']} -> {path}); "
-                "the torch version changed since the suite was expanded: run again"
+                f"the TorchScript file for this task is now {path.name}, not {ts['file']}: "
+                "the torch version changed since the suite was expanded; run again"
             )
+        if p["language"] == "cpp" and not os.environ.get(CACHE_DIR_ENV):
+            os.environ[CACHE_DIR_ENV] = str(path.parent.parent)
     timer = Timer(
         stmt=p["stmt"], setup=p.get("setup") or "pass", global_setup=p.get("global_setup", ""),
         label=p.get("label"), sub_label=p.get("sub_label"), description=p.get("description"),
