@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import shutil
 import textwrap
 import threading
 import time
@@ -216,6 +217,7 @@ def test_kept_actors_serve_the_next_run_survive_a_kill_and_leave_when_idle(tmp_p
         ray.shutdown()
         c.shutdown()
         stop_all()
+        shutil.rmtree(private, ignore_errors=True)
     for record in runs:
         assert [r.status for r in record.results] == ["ok", "ok"], [r.error for r in record.results]
     counts = [{r.task.name: r.samples for r in record.results} for record in runs]
