@@ -7,7 +7,8 @@ exceeds its timeout becomes a failed TaskResult carrying the worker's stderr,
 and the slot starts a fresh worker for the next task. A task with
 ``params["fresh_worker"]`` never shares its process with an earlier task.
 Ctrl-C (or SIGTERM, through the CLI) kills every worker, also one still
-starting, and re-raises; results already delivered are the caller's to keep.
+starting, and re-raises, after handing ``on_result`` every result a worker had
+finished, also one the signal reached before this thread took it.
 With ``kept=``, slots borrow kept workers that outlive the run (``workers.kept``).
 """
 
@@ -177,6 +178,9 @@ class WorkerPool:
                     worker, result = self._run_one(worker, task, min_run_time, number)
                     if worker is not None:
                         workers[task.side] = worker
+                    # Kept before it is announced: a signal that reaches the main thread
+                    # before it takes this from ``done`` must not lose a finished task.
+                    results[index] = result
                     done.put((index, result))
             except BaseException as exc:  # noqa: BLE001 - handed to the main thread
                 done.put(exc)
@@ -187,9 +191,16 @@ class WorkerPool:
         threads = [threading.Thread(target=slot, args=(i,), daemon=True) for i in range(min(self.jobs, len(tasks)))]
         for t in threads:
             t.start()
+        delivered: set[int] = set()
+
+        def deliver(index: int) -> None:
+            # Marked first: a signal inside on_result must not hand the caller the result twice.
+            delivered.add(index)
+            if on_result is not None:
+                on_result(results[index])
+
         try:
-            received = 0
-            while received < len(tasks):
+            while len(delivered) < len(tasks):
                 try:
                     item = done.get(timeout=0.2)
                 except queue.Empty:
@@ -198,13 +209,14 @@ class WorkerPool:
                     continue
                 if isinstance(item, BaseException):
                     raise item
-                index, result = item
-                results[index] = result
-                received += 1
-                if on_result is not None:
-                    on_result(result)
+                deliver(item[0])
         except BaseException:
             self.shutdown()
+            # What a slot finished before the stop, though this thread had not taken it yet
+            # (a signal lands while it waits for ``done``, or before it wakes).
+            for index, result in enumerate(results):
+                if result is not None and index not in delivered:
+                    deliver(index)
             raise
         for t in threads:
             t.join()
