@@ -197,17 +197,35 @@ class _Driver:
             while pending:
                 ready, _ = ray.wait(list(pending), num_returns=1, timeout=POLL_SECONDS)
                 for ref in ready:
-                    i, task = pending.pop(ref)
+                    i, task = pending[ref]
                     try:
                         result = TaskResult.from_json(ray.get(ref))
                     except Exception as exc:  # noqa: BLE001 - Ray's errors (node lost for good, cancelled)
                         result = _lost(task, exc)
                     self._deliver(i, result)
+                    del pending[ref]  # after: a signal before it is delivered leaves it to _salvage
                 self._progress()
             self._progress(force=True)
         except KeyboardInterrupt:
-            _cancel(list(pending))
+            self._salvage({ref: i for ref, (i, _) in pending.items()})
+            _cancel([ref for ref, (i, _) in pending.items() if i not in self.finished])
             raise
+
+    def _salvage(self, refs: dict[Any, int]) -> None:
+        """On Ctrl-C: deliver the results of ``refs`` (ref -> task index) that had finished, though
+        this thread had not taken them yet; what still runs, or failed, is left to be cancelled."""
+        import ray
+
+        refs = {ref: i for ref, i in refs.items() if i not in self.finished}
+        if not refs:
+            return
+        ready, _ = ray.wait(list(refs), num_returns=len(refs), timeout=0)
+        for ref in ready:
+            try:
+                result = TaskResult.from_json(ray.get(ref, timeout=CANCEL_GRACE))
+            except Exception:  # noqa: BLE001 - lost or cancelled: nothing finished to keep
+                continue
+            self._deliver(refs[ref], result)
 
     def _deliver(self, i: int, result: TaskResult) -> None:
         from harness.cluster.remote import node_label
@@ -241,12 +259,12 @@ class _Driver:
                     self.started[i] = slot.node
                 ready, _ = ray.wait(list(running), num_returns=1, timeout=POLL_SECONDS)
                 for ref in ready:
-                    slot, i, task, tries = running.pop(ref)
+                    slot, i, task, tries = running[ref]
                     try:
                         result = TaskResult.from_json(ray.get(ref))
                     except (RayActorError, ActorUnschedulableError) as exc:
                         # Its node was lost (its other actors with it), or it was killed.
-                        del self.started[i]
+                        del running[ref], self.started[i]
                         dead.add(slot.node)
                         idle = [s for s in idle if s.node not in dead]
                         if tries < RAY_MAX_RETRIES:
@@ -258,10 +276,13 @@ class _Driver:
                     if slot.node not in dead:
                         idle.append(slot)
                     self._deliver(i, result)
+                    running.pop(ref, None)  # after: a signal before it is delivered leaves it to _salvage
                 self._progress()
         except KeyboardInterrupt:
-            for slot, *_ in running.values():
-                ray.kill(slot.handle)
+            self._salvage({ref: i for ref, (_, i, _, _) in running.items()})
+            for slot, i, *_ in running.values():
+                if i not in self.finished:
+                    ray.kill(slot.handle)
             raise
         if queue:  # no actor left: Ray places the rest as tasks, and retries them where a node is lost
             self.run([task for _, task, _ in queue], {})
