@@ -28,8 +28,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import hashlib
-import json
 import os
 import socket
 import tempfile
@@ -51,7 +49,7 @@ from harness.workers.pool import WorkerPool
 _WORKERS: dict[str, tuple[WorkerPool, Any]] = {}
 _COUNTERS: dict[str, InstructionCounter] = {}
 _FINGERPRINT: dict[str, str] = {}
-_STARTED_AS: list[str] = []  # the driver environment and directory the held workers started with (a digest)
+_STARTED_AS: list[tuple[dict[str, str], str]] = []  # the driver environment and directory the held workers started with
 RAY_SLOTS = 1000  # the first kept-worker slot of Ray's worker processes (a local run's are 0 to N-1)
 MAX_KEPT_SLOTS = 64  # kept workers a node's Ray worker processes may hold at once, one each
 
@@ -117,10 +115,9 @@ def release_workers() -> None:
 def _hold_for(environ: dict[str, str], cwd: str) -> None:
     """Workers started for another driver's environment or directory never serve this one: a
     process that outlives its run (``cluster.kept_actors``) serves runs of other shells too."""
-    key = hashlib.sha256(json.dumps([sorted(environ.items()), cwd]).encode()).hexdigest()
-    if _STARTED_AS != [key]:
+    if _STARTED_AS != [(environ, cwd)]:
         release_workers()
-        _STARTED_AS.append(key)
+        _STARTED_AS.append((dict(environ), cwd))
 
 
 @contextlib.contextmanager

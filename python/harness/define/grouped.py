@@ -185,7 +185,6 @@ class _Grouped:
         # The file by its name in the cache of the process that runs it, never by the cache's path,
         # whose length would move the count (define.torchscript.load). C++ reads the cache from
         # HARNESS_CACHE_DIR, which every process that runs such a setup has (run.grouped_task).
-        folder = TORCHSCRIPT_DIR
         if language == "py":
             return "\n".join(
                 [
@@ -200,7 +199,7 @@ class _Grouped:
             [
                 self.setup.cpp_setup,
                 f"auto jit_model = torch::jit::load(std::string(std::getenv({json.dumps(CACHE_DIR_ENV)})) + "
-                f"{json.dumps(f'/{folder}/{name}')});",
+                f"{json.dumps(f'/{TORCHSCRIPT_DIR}/{name}')});",
                 f"for (int harness_warmup = 0; harness_warmup < {WARMUP_CALLS}; ++harness_warmup) {{",
                 stmt,
                 "}",
