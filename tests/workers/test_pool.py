@@ -67,13 +67,15 @@ def test_parallel_jobs_keep_task_order():
 def test_ctrl_c_keeps_completed_results(tmp_path: Path, sig, code, word):
     root = tmp_path / "benchmarks"
     root.mkdir()
+    started = tmp_path / "slow-started"
     (root / "bench_slow.py").write_text(
         textwrap.dedent(
-            """
+            f"""
             import harness
             suite = harness.Suite()
             suite.timer("fast", "pass", min_run_time=0.01)
-            suite.timer("slow", "import time; time.sleep(30)", min_run_time=0.01)
+            suite.timer("slow", "time.sleep(30)", setup="import time; open({str(started)!r}, 'w').close()",
+                        min_run_time=0.01)
             """
         )
     )
@@ -93,7 +95,9 @@ def test_ctrl_c_keeps_completed_results(tmp_path: Path, sig, code, word):
         workers = [int(p) for p in ps.stdout.split()]
         time.sleep(0.2)
     assert workers, "the bench run never started a worker"
-    time.sleep(4)
+    while time.monotonic() < deadline and not started.exists():  # fast finished, slow is running
+        time.sleep(0.05)
+    assert started.exists(), "the slow task never started"
     proc.send_signal(sig)
     stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == code, stderr
@@ -102,7 +106,7 @@ def test_ctrl_c_keeps_completed_results(tmp_path: Path, sig, code, word):
     assert [r["task"]["name"] for r in record["results"]] == ["fast"]
     assert "Traceback" not in stderr
     # No temporary files; the writers' lock file stays on purpose (README: "What is guaranteed").
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".run.json.lock", "benchmarks", "run.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".run.json.lock", "benchmarks", "run.json", "slow-started"]
     # No worker outlives the run.
     for pid in workers:
         assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text()
