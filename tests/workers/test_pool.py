@@ -165,9 +165,7 @@ def test_a_signal_keeps_a_result_finished_before_the_caller_took_it(tmp_path: Pa
     caller when the signal came (CI lost `between_results` this way on a loaded machine)."""
     script = tmp_path / "interrupted_pool.py"
     script.write_text(INTERRUPTED_POOL)
-    start = time.monotonic()
     r = subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True, text=True, timeout=120,
                        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout) == ["a", "b"]  # b delivered, c (killed in its sleep) not
-    assert time.monotonic() - start < 50
