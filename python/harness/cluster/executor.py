@@ -219,7 +219,10 @@ class _Driver:
         refs = {ref: i for ref, i in refs.items() if i not in self.finished}
         if not refs:
             return
-        ready, _ = ray.wait(list(refs), num_returns=len(refs), timeout=0)
+        try:
+            ready, _ = ray.wait(list(refs), num_returns=len(refs), timeout=0)
+        except Exception:  # noqa: BLE001 - Ray going down with the signal: cancelling must still run
+            return
         for ref in ready:
             try:
                 result = TaskResult.from_json(ray.get(ref, timeout=CANCEL_GRACE))

@@ -210,13 +210,16 @@ class WorkerPool:
                 if isinstance(item, BaseException):
                     raise item
                 deliver(item[0])
-        except BaseException:
+        except KeyboardInterrupt:
             self.shutdown()
             # What a slot finished before the stop, though this thread had not taken it yet
             # (a signal lands while it waits for ``done``, or before it wakes).
             for index, result in enumerate(results):
                 if result is not None and index not in delivered:
                     deliver(index)
+            raise
+        except BaseException:
+            self.shutdown()
             raise
         for t in threads:
             t.join()
