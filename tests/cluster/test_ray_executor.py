@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from busy_caller import delivered_before_interrupt
 from conftest import run_cli
 from harness.cluster.remote import RAY_SLOTS
 from process_scan import processes_with
@@ -211,45 +212,10 @@ def test_ctrl_c_cancels_keeps_finished_results_and_leaves_no_process(tmp_path):
     assert processes_with(marker) == []
 
 
-SALVAGED_ON_RAY = """
-import json, os, signal, sys, time
-from pathlib import Path
-from harness.cluster.executor import run_on_ray
-from harness.model.task import Task
-from harness.options import RunOptions
-
-started = Path(sys.argv[1]) / "started-c"
-
-def task(name, stmt, setup="pass"):
-    return Task(suite="t", name=name, kind="timer", params={
-        "stmt": stmt, "setup": setup, "language": "python", "num_threads": 1, "min_run_time": 0.01})
-
-seen = []
-
-def on_result(result):
-    seen.append(result.task.name)
-    if len(seen) == 1:
-        # Wall-time tasks hold the node one at a time: c has begun, so b had finished,
-        # and the signal reaches this thread before it has taken b's result from Ray.
-        while not started.exists():
-            time.sleep(0.01)
-        os.kill(os.getpid(), signal.SIGINT)
-        while True:
-            time.sleep(0.01)
-
-tasks = [task("a", "pass"), task("b", "pass"),
-         task("c", "import time; time.sleep(60)", setup=f"open({str(started)!r}, 'w').close()")]
-try:
-    run_on_ray(tasks, RunOptions(executor="ray", jobs=1, min_run_time=0.01), None, on_result)
-except KeyboardInterrupt:
-    print(json.dumps(seen))
-"""
-
 
 def test_ctrl_c_keeps_a_result_ray_finished_before_the_driver_took_it(tmp_path):
-    script = tmp_path / "salvaged_on_ray.py"
-    script.write_text(SALVAGED_ON_RAY)
-    r = subprocess.run([sys.executable, str(script), str(tmp_path)], cwd=REPO, capture_output=True, text=True,
-                       timeout=240, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout.strip().splitlines()[-1]) == ["a", "b"], r.stderr  # c was cancelled
+    # Wall-time tasks hold the node one at a time: c has begun, so b had finished.
+    names = delivered_before_interrupt(
+        tmp_path, "from harness.cluster.executor import run_on_ray\nfrom harness.options import RunOptions",
+        "run_on_ray(tasks, RunOptions(executor='ray', jobs=1, min_run_time=0.01), None, on_result)")
+    assert names == ["a", "b"]  # c was cancelled

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from busy_caller import delivered_before_interrupt
 from harness.model.task import Task
 from harness.workers.pool import WorkerPool
 
@@ -125,47 +126,9 @@ def test_fresh_worker_tasks_get_a_process_of_their_own(tmp_path: Path):
     assert pids["after"] == pids["isolated"]  # a later ordinary task may reuse it
 
 
-INTERRUPTED_POOL = '''
-import json, os, signal, sys, time
-from pathlib import Path
-from harness.model.task import Task
-from harness.workers.pool import WorkerPool
-
-here = Path(sys.argv[1])
-started = here / "started-c"
-
-def task(name, stmt, setup="pass"):
-    return Task(suite="t", name=name, kind="timer", params={
-        "stmt": stmt, "setup": setup, "language": "python", "num_threads": 1, "min_run_time": 0.01})
-
-seen = []
-
-def on_result(result):
-    seen.append(result.task.name)
-    if len(seen) == 1:
-        # The caller is still busy with a's result when b's is finished and c has begun:
-        # the signal reaches this thread before it has taken b's result.
-        while not started.exists():
-            time.sleep(0.01)
-        os.kill(os.getpid(), signal.SIGINT)
-        while True:
-            time.sleep(0.01)
-
-tasks = [task("a", "pass"), task("b", "pass"),
-         task("c", "import time; time.sleep(60)", setup=f"open({str(started)!r}, 'w').close()")]
-try:
-    WorkerPool(jobs=1).run(tasks, 0.01, on_result=on_result)
-except KeyboardInterrupt:
-    print(json.dumps(seen))
-'''
-
-
 def test_a_signal_keeps_a_result_finished_before_the_caller_took_it(tmp_path: Path):
     """Every result a worker finished reaches ``on_result``, also one still waiting for the
     caller when the signal came (CI lost `between_results` this way on a loaded machine)."""
-    script = tmp_path / "interrupted_pool.py"
-    script.write_text(INTERRUPTED_POOL)
-    r = subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True, text=True, timeout=120,
-                       preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout) == ["a", "b"]  # b delivered, c (killed in its sleep) not
+    names = delivered_before_interrupt(tmp_path, "from harness.workers.pool import WorkerPool",
+                                       "WorkerPool(jobs=1).run(tasks, 0.01, on_result=on_result)")
+    assert names == ["a", "b"]  # b delivered, c (killed in its sleep) not
