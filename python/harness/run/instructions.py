@@ -44,9 +44,9 @@ from harness.measure.callgrind.details import (
     profile_json,
 )
 from harness.measure.callgrind.globals import load_globals
-from harness.measure.callgrind.profile import Profile
 from harness.measure.counters.base import InstructionCounter
 from harness.measure.counters.choice import worker_counter
+from harness.measure.counters.profile import Profile
 from harness.measure.language import Language, parse_language
 from harness.measure.python_block import PythonBlock, check_scope
 from harness.measure.threads import torch_threads

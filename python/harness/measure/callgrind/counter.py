@@ -40,8 +40,9 @@ from harness.errors import HarnessError, StatementError
 from harness.measure.callgrind.details import discard, profile_of
 from harness.measure.callgrind.details import finish as finish_details
 from harness.measure.callgrind.logs import signal_name, tail, valgrind_log
-from harness.measure.callgrind.profile import Profile, total_from_text
+from harness.measure.callgrind.profile import total_from_text
 from harness.measure.counters.base import CollectorOff, InstructionCounter, Sampler, fresh_code, warm_up
+from harness.measure.counters.profile import Profile
 from harness.model.result import TaskResult
 from harness.options import CACHE_DIR_ENV, CALLGRIND_DIR_ENV
 from harness.workers.zygote import parked_threads, pid_text

@@ -27,8 +27,9 @@ from typing import Any
 
 from harness.errors import HarnessError
 from harness.measure.callgrind.layers import layer_counts, load_rules
-from harness.measure.callgrind.profile import Profile, parse_text, total_from_text
+from harness.measure.callgrind.profile import parse_text, total_from_text
 from harness.measure.callgrind.stats import is_noisy, standardize_symbol
+from harness.measure.counters.profile import Profile
 from harness.model.result import TaskResult
 
 TOP_SYMBOLS = 30

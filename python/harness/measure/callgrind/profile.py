@@ -28,12 +28,12 @@ The format is documented in valgrind's "Callgrind Format Specification".
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections import defaultdict
 from pathlib import Path
 
 from harness.errors import HarnessError
+from harness.measure.counters.profile import Profile
 
 _COMPRESSED = re.compile(r"\((\d+)\)(?: (.*))?$")
 # Which name table each key reads and writes (the format shares one table
@@ -49,17 +49,6 @@ class CallgrindFormatError(HarnessError):
     """A file is not callgrind output we can read."""
 
     exit_code = 1
-
-
-@dataclasses.dataclass
-class Profile:
-    """One callgrind dump, reduced to instruction counts ("Ir") per function."""
-
-    total: int
-    exclusive: dict[str, int]
-    inclusive: dict[str, int]
-    trigger: str = ""  # why the dump was written, e.g. "Client Request: <reason>"
-    source: str | None = None  # the file's text, when the caller asked to keep it
 
 
 def total_from_text(text: str) -> int:

@@ -1,7 +1,8 @@
 """Instruction counters: the interface every counter implements, the hardware counter, the choice.
 
 Lives here: ``base`` (InstructionCounter, warm-up and garbage-collector
-rules), ``perf`` (the CPU's retired-instruction counter), ``choice``
+rules), ``profile`` (Profile: a count's per-function counts, below both
+counters), ``perf`` (the CPU's retired-instruction counter), ``choice``
 (``get_counter`` in the harness process, ``worker_counter`` in a worker),
 ``kept`` (which kept worker a counter borrows). The callgrind counter lives
 with the rest of valgrind's code in ``measure.callgrind``.

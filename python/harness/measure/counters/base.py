@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from harness.core import native
-from harness.measure.callgrind.profile import Profile
+from harness.measure.counters.profile import Profile
 from harness.model.result import TaskResult
 from harness.options import COUNTER_ENV
 

@@ -12,8 +12,8 @@ from typing import Any
 
 from harness.core import native
 from harness.errors import HarnessError
-from harness.measure.callgrind.profile import Profile
 from harness.measure.counters.base import CollectorOff, InstructionCounter, Sampler, fresh_code, warm_up
+from harness.measure.counters.profile import Profile
 
 _perf_status: tuple[bool, str] | None = None
 
