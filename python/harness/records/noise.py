@@ -7,6 +7,7 @@ quiet run from one taken on a busy laptop in power-saving mode.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from pathlib import Path
@@ -71,6 +72,48 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
+@dataclasses.dataclass(frozen=True)
+class Load:
+    """Other processes' load on this machine: the one signal for "this machine is busy".
+
+    The noise warning reports it before a wall-time run; a measured peak taken
+    while it says busy is not cached (suites/gpt_fast/peaks.py).
+    """
+
+    busy_fraction: float | None  # share of all CPU time busy while harness slept; None where unreadable
+    load_average_1m: float | None
+    cores: int
+
+    @property
+    def findings(self) -> list[str]:
+        out = []
+        if self.busy_fraction is not None and self.busy_fraction > BUSY_LIMIT:
+            out.append(
+                f"other load: {self.busy_fraction:.0%} of all CPU time was busy while harness was idle; "
+                "stop other work or expect slower, noisier times"
+            )
+        if self.load_average_1m is not None and self.load_average_1m > LOAD_LIMIT * self.cores:
+            out.append(f"load average {self.load_average_1m:.2f} over the last minute on {self.cores} usable core(s)")
+        return out
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.findings)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "busy_fraction": None if self.busy_fraction is None else round(self.busy_fraction, 4),
+            "load_average_1m": self.load_average_1m,
+            "usable_cores": self.cores,
+        }
+
+
+def current_load(window: float = 0.25, proc: Path = Path("/proc"), cores: int | None = None) -> Load:
+    """Sample other processes' load now (sleeps ``window`` seconds)."""
+    cores = usable_cores() if cores is None else cores
+    return Load(busy_fraction(window, proc), load_average(proc), cores)
+
+
 def check_noise(
     window: float = 0.25,
     proc: Path = Path("/proc"),
@@ -80,8 +123,7 @@ def check_noise(
     """What was observed and a list of findings (human sentences), JSON-able for the run record."""
     cores = usable_cores() if cores is None else cores
     govs = governors(sys_root)
-    load = load_average(proc)
-    busy = busy_fraction(window, proc)
+    load = current_load(window, proc, cores)
     findings: list[str] = []
     slow = sorted({g for g in govs.values() if g != "performance"})
     if slow:
@@ -89,13 +131,7 @@ def check_noise(
             f"CPU frequency governor is {', '.join(slow)} (not performance): clocks change under load; "
             "set it with `sudo cpupower frequency-set -g performance`"
         )
-    if busy is not None and busy > BUSY_LIMIT:
-        findings.append(
-            f"other load: {busy:.0%} of all CPU time was busy while harness was idle; "
-            "stop other work or expect slower, noisier times"
-        )
-    if load is not None and load > LOAD_LIMIT * cores:
-        findings.append(f"load average {load:.2f} over the last minute on {cores} usable core(s)")
+    findings += load.findings
     if cores < MIN_CORES:
         findings.append(
             f"only {cores} usable core(s): the benchmark shares its core with the OS and harness itself"
@@ -104,8 +140,8 @@ def check_noise(
         "checked": True,
         "usable_cores": cores,
         "governors": sorted(set(govs.values())) or None,
-        "load_average_1m": load,
-        "busy_fraction": None if busy is None else round(busy, 4),
+        "load_average_1m": load.load_average_1m,
+        "busy_fraction": load.to_json()["busy_fraction"],
         "findings": findings,
     }
 

@@ -30,28 +30,41 @@ def cache(tmp_path, monkeypatch):
     return tmp_path / "cache" / "peaks"
 
 
-def test_measured_peaks_are_cached_per_machine(cache):
-    first = peaks.measured_peaks("cpu", "test cpu", SMALL, min_run_time=0.01)
+@pytest.fixture
+def quiet(tmp_path):
+    """A /proc whose load signal says quiet (load average 0, CPU times that do not move): this shared
+    machine is rarely idle, and a peak measured on a busy one is not cached (test_gpt_fast_stale_peak.py)."""
+    proc = tmp_path / "quiet-proc"
+    proc.mkdir()
+    (proc / "loadavg").write_text("0.00 0.00 0.00 1/100 1\n")
+    (proc / "stat").write_text("cpu  100 0 100 10000 0 0 0 0 0 0\n")
+    return proc
+
+
+def test_measured_peaks_are_cached_per_machine(cache, quiet):
+    first = peaks.measured_peaks("cpu", "test cpu", SMALL, min_run_time=0.01, proc=quiet)
     assert first.source == "measured" and first.flops_per_s > 0 and first.bytes_per_s > 0
     files = list(cache.glob("*.json"))
     assert len(files) == 1
     stored = json.loads(files[0].read_text())
     assert stored["key"]["device_name"] == "test cpu" and stored["key"]["gemm_n"] == 128
 
-    again = peaks.measured_peaks("cpu", "test cpu", SMALL, min_run_time=0.01)
+    assert stored["tries"] == peaks.TRIES and stored["load"][0]["load_average_1m"] == 0.0
+
+    again = peaks.measured_peaks("cpu", "test cpu", SMALL, min_run_time=0.01, proc=quiet)
     assert again.source == "cached" and str(files[0]) in again.detail
     assert (again.flops_per_s, again.bytes_per_s) == (first.flops_per_s, first.bytes_per_s)
 
     # Other measurement sizes are another measurement, not this one.
-    other = peaks.measured_peaks("cpu", "test cpu", peaks.MeasureSizes(256, 2**20), min_run_time=0.01)
+    other = peaks.measured_peaks("cpu", "test cpu", peaks.MeasureSizes(256, 2**20), min_run_time=0.01, proc=quiet)
     assert other.source == "measured" and len(list(cache.glob("*.json"))) == 2
 
 
-def test_unreadable_cache_is_measured_again(cache):
-    peaks.measured_peaks("cpu", "test cpu", SMALL, min_run_time=0.01)
+def test_unreadable_cache_is_measured_again(cache, quiet):
+    peaks.measured_peaks("cpu", "test cpu", SMALL, min_run_time=0.01, proc=quiet)
     (path,) = cache.glob("*.json")
     path.write_text("{not json")
-    assert peaks.measured_peaks("cpu", "test cpu", SMALL, min_run_time=0.01).source == "measured"
+    assert peaks.measured_peaks("cpu", "test cpu", SMALL, min_run_time=0.01, proc=quiet).source == "measured"
     assert json.loads(path.read_text())["flops_per_s"] > 0
 
 

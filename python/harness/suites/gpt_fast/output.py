@@ -24,6 +24,7 @@ from harness.model.record import RunRecord
 from harness.model.result import TaskResult
 from harness.records.store import save
 from harness.suites.gpt_fast.experiment import CSV_FIELDS, Experiment
+from harness.suites.gpt_fast.peak_check import shown_value
 from harness.suites.gpt_fast.runner import experiments_of
 
 BENCHMARK_NAME = "PyTorch gpt-fast benchmark"
@@ -35,7 +36,8 @@ def format_number(value: float | None) -> str:
 
 
 def csv_line(exp: Experiment) -> list[str]:
-    row = exp.csv_row()
+    """The row's columns; an impossible actual (a utilisation above 1) is left empty, like a missing target."""
+    row = {**exp.csv_row(), "actual": shown_value(exp.metric, exp.actual)}
     return [format_number(v) if k in ("target", "actual") else str(v) for k, v in row.items()]
 
 
@@ -61,7 +63,8 @@ def database_record(exp: Experiment, extra_info: dict[str, Any] | None = None) -
         },
         "metric": {
             "name": exp.metric,
-            "benchmark_values": [exp.actual],
+            # An impossible value (a utilisation above 1) is withheld, not recorded as a figure.
+            "benchmark_values": [] if shown_value(exp.metric, exp.actual) is None else [exp.actual],
             "target_value": exp.target,
         },
     }

@@ -13,7 +13,8 @@ from typing import Any
 from harness.present import plots
 from harness.present.html_parts import Runs, escape, latest_with, num_cell
 from harness.suites.gpt_fast.experiment import Experiment
-from harness.suites.gpt_fast.runner import experiments_of
+from harness.suites.gpt_fast.peak_check import WITHHELD, shown_value
+from harness.suites.gpt_fast.runner import experiments_of, peak_note_of
 
 BANDWIDTH = "memory_bandwidth(GB/s)"
 UTILIZATION = "flops_utilization"
@@ -40,27 +41,31 @@ def kernel_section(runs: Runs) -> str | None:
         "Bar: achieved; black tick: target; grey tick: the device's peak.</p>",
     ]
     by_metric: dict[str, list[tuple[Experiment, float | None]]] = {}
+    for note in dict.fromkeys(n for n in map(peak_note_of, results) if n):
+        out.append(f"<p><strong>Peak:</strong> {escape(note)}</p>")
     for r in results:
         context = r.extra.get("context") or {}
         for e in experiments_of(r):
             by_metric.setdefault(e.metric, []).append((e, peak_of(e.metric, context)))
     for metric, rows in by_metric.items():
-        labels = [f"{e.name} {e.dtype}" for e, _ in rows]
-        actual = [e.actual for e, _ in rows]
-        target = [e.target for e, _ in rows]
-        peak = [p for _, p in rows]
+        # A withheld value (a utilisation above 1) has no bar: the table row says why.
+        plotted = [(e, p) for e, p in rows if shown_value(e.metric, e.actual) is not None]
+        labels = [f"{e.name} {e.dtype}" for e, _ in plotted]
+        actual = [e.actual for e, _ in plotted]
+        target = [e.target for e, _ in plotted]
+        peak = [p for _, p in plotted]
         out.append(f"<h3>{escape(metric)}</h3>")
         out.append(f'<div class="plot">{plots.against_targets(labels, actual, target, peak, metric)}</div>')
         cells = []
         for e, p in rows:
-            a, t = e.actual, e.target
+            a, t = shown_value(e.metric, e.actual), e.target
             cells.append(
                 f"<tr><td>{escape(e.name)}</td>"
-                + num_cell(f"{a:.4g}", a)
+                + num_cell(WITHHELD if a is None else f"{a:.4g}", a)
                 + num_cell("" if t is None else f"{t:.4g}", t)
-                + num_cell("" if not t else f"{a / t:.0%}", None if not t else a / t)
+                + num_cell("" if not t or a is None else f"{a / t:.0%}", None if not t or a is None else a / t)
                 + num_cell("" if p is None else f"{p:.4g}", p)
-                + num_cell("" if not p else f"{a / p:.0%}", None if not p else a / p)
+                + num_cell("" if not p or a is None else f"{a / p:.0%}", None if not p or a is None else a / p)
                 + f"<td>{escape(e.dtype)}</td><td>{escape(e.device)}</td></tr>"
             )
         out.append(

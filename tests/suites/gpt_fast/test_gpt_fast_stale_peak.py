@@ -1,0 +1,115 @@
+"""A peak is what the machine can do: never cached from a busy machine, raised when a kernel beats it,
+and a utilisation above 1 never printed as a figure (issue 46, item 2). Real torch, real processes."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from harness.records.noise import current_load
+from harness.suites.gpt_fast import peaks
+from harness.suites.gpt_fast.experiment import Experiment
+from harness.suites.gpt_fast.output import csv_line, database_record
+from harness.suites.gpt_fast.table import rows_table
+
+SMALL = peaks.MeasureSizes(gemm_n=128, copy_bytes=2**20)
+PLANTED_FLOPS = 1e6  # 0.001 GFLOP/s: any real GEMM beats it
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+@pytest.fixture
+def spinning():
+    """One busy process per usable core, spinning for real until the test ends."""
+    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 1)]
+    try:
+        deadline = time.monotonic() + 30
+        while not current_load(window=0.2).busy:  # the spinners are up once the signal sees them
+            assert time.monotonic() < deadline, "the spinning processes never showed in the load signal"
+        yield procs
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+
+
+def test_a_peak_measured_on_a_busy_machine_is_used_but_not_cached(cache, spinning):
+    p = peaks.measured_peaks("cpu", "test cpu", SMALL, min_run_time=0.01)
+    assert p.source == "measured" and p.flops_per_s > 0 and not p.cache_file
+    assert "not cached, the machine was busy (other load:" in p.detail
+    assert not list((cache / "peaks").glob("*.json"))
+    assert peaks.cached_peaks() == []
+
+
+def _plant_low_peak(env: dict[str, str]) -> str:
+    """Plant the tiny-size CPU peak far too low, under the key a fresh worker computes."""
+    code = (
+        "import json; from harness.suites.gpt_fast import peaks, context\n"
+        "key = peaks._machine_key('cpu', peaks.device_name('cpu'), context.TINY_PEAK_SIZES)\n"
+        "path = peaks.cache_path(key)\n"
+        f"rec = {{'key': key, 'flops_per_s': {PLANTED_FLOPS}, 'bytes_per_s': 1e9, 'measured_at': '2026-01-01T00:00:00+00:00',"
+        " 'tries': 1, 'load': [{'busy_fraction': 0.6, 'load_average_1m': 3.5, 'usable_cores': 2}]}\n"
+        "path.write_text(json.dumps(rec)); print(path)\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    return r.stdout.strip()
+
+
+def test_a_kernel_faster_than_the_cached_peak_raises_it_and_says_so(cli, cache, tmp_path):
+    env = {"HARNESS_GPT_FAST_SIZE": "tiny", "HARNESS_CACHE_DIR": str(cache), "TORCHINDUCTOR_COMPILE_THREADS": "1"}
+    planted = _plant_low_peak({**os.environ, **env})
+    (entry,) = peaks.cached_peaks()
+    assert entry.flops_per_s == PLANTED_FLOPS and "busy 60%, load average 3.50" in entry.load and not entry.raised
+
+    out = tmp_path / "gpt.csv"
+    r = cli("bench", "gpt_fast", "--only", "mlp_layer_norm_gelu", "--min-run-time", "0.01", "-o", str(out), env=env)
+    assert r.returncode == 0, r.stderr
+    text = " ".join(r.stdout.split())  # the table's caption wraps
+    assert "peak raised from 0.0 to" in text and "faster than the peak" in text, r.stdout
+
+    rows = [row for row in csv.DictReader(out.open())]
+    assert {row["name"] for row in rows} == {"mlp_layer_norm_gelu", "mlp_layer_norm_gelu[tokens=4]"}
+    assert all(0 < float(row["actual"]) <= 1.0 for row in rows)
+    record = json.loads(out.with_suffix(".run.json").read_text())
+    (result,) = record["results"]
+    assert result["extra"]["context"]["peaks"]["source"] == "raised"
+    for row in result["extra"]["rows"]:
+        assert all(s["value"] <= 1.0 for s in row["shapes"])
+
+    stored = json.loads(open(planted).read())
+    assert stored["flops_per_s"] > PLANTED_FLOPS and stored["raised"]["from"] == PLANTED_FLOPS
+    (entry,) = peaks.cached_peaks()
+    assert entry.flops_per_s == stored["flops_per_s"] and "mlp_layer_norm_gelu" in entry.raised
+    assert peaks.clear_cached_peaks() == [entry.path] and peaks.cached_peaks() == []
+
+
+def _util(actual: float) -> Experiment:
+    return Experiment("mlp_layer_norm_gelu", "flops_utilization", 0.4, actual, "bfloat16", "cpu", "Test CPU",
+                      shapes=({"D": 64, "value": actual, "target": 0.4},))
+
+
+def test_a_utilisation_above_one_is_never_printed_as_a_figure():
+    from rich.console import Console
+
+    from harness.model.result import TaskResult
+    from harness.model.task import Task
+
+    impossible, possible = _util(1.97), _util(0.5)
+    assert csv_line(impossible)[3] == "" and csv_line(possible)[3] == "0.5"
+    assert database_record(impossible)["metric"]["benchmark_values"] == []
+    result = TaskResult(Task("gpt_fast", "mlp", "gpt_fast", {}), "ok", unit="gpt_fast rows",
+                        extra={"rows": [impossible.to_json()], "skipped": []})
+    console = Console(width=200, record=True)
+    console.print(rows_table("t", [result]))
+    shown = console.export_text()
+    assert "1.97" not in shown and "over peak" in shown
