@@ -19,7 +19,7 @@ import re
 import sys
 from pathlib import Path
 
-from harness.cli import _parser
+from harness.cli import build_parser
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "cli.md"
@@ -39,7 +39,7 @@ BLOCK = re.compile(
 
 def parsers() -> dict[str, argparse.ArgumentParser]:
     """The parser of each command the page documents, by the command's words: '' is the top level."""
-    top = _parser()
+    top = build_parser()
     found = {"": top}
     for action in top._actions:
         if isinstance(action, argparse._SubParsersAction):
@@ -49,7 +49,7 @@ def parsers() -> dict[str, argparse.ArgumentParser]:
 
 def summaries() -> dict[str, str]:
     """Each subcommand's one-line help, as the top-level help lists it."""
-    top = _parser()
+    top = build_parser()
     for action in top._actions:
         if isinstance(action, argparse._SubParsersAction):
             return {a.dest: a.help or "" for a in action._choices_actions}

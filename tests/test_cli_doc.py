@@ -198,7 +198,7 @@ def test_every_argument_has_a_help_text(gen):
                 missing += [f"{gen.PROG} {a.dest}" for a in action._choices_actions if not a.help]
             elif not action.help:
                 missing.append(f"{gen.command_of(name)} {'/'.join(action.option_strings) or action.metavar}")
-    assert not missing, f"arguments without help= in python/harness/cli.py: {missing}"
+    assert not missing, f"arguments without help= in python/harness/cli/: {missing}"
 
 
 def test_the_generator_keeps_the_prose_and_adds_what_is_missing(gen):

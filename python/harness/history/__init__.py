@@ -15,7 +15,7 @@ reader it uses for ``history import``.
 May import: ``harness.records``, ``harness.model``, ``harness.files``,
 ``harness.errors``, ``harness.options``, ``harness._version``.
 Imported by: ``harness.bench`` (``bench --history``), ``harness.present``
-(tables, trends), ``harness.cli_history``.
+(tables, trends), ``harness.cli.history``.
 """
 
 from __future__ import annotations

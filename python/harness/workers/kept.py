@@ -64,7 +64,7 @@ def runtime_dir() -> Path:
 
 # What never runs in a worker (docs/architecture.md: nothing below them imports them), so an edit
 # there does not retire kept workers.
-_NOT_IN_WORKERS = ("present", "history", "cli.py", "pytest_plugin.py", "__main__.py")
+_NOT_IN_WORKERS = ("present", "history", "cli", "pytest_plugin.py", "__main__.py")
 
 
 @functools.cache

@@ -1,6 +1,6 @@
-"""Command line of the history: ``python -m harness history import|show|changes``.
+"""``python -m harness history import|show|changes``: the history database of runs.
 
-Parsing and printing only, as in ``cli``: the database is ``harness.history``,
+Parsing and printing only: the database is ``harness.history``,
 the tables and charts ``present.history_table`` and ``present.trends``.
 """
 
@@ -12,6 +12,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
+from harness.cli.arguments import add_pattern
 from harness.errors import UsageError
 from harness.options import HISTORY_ENV
 
@@ -19,8 +20,8 @@ ACTIONS = ("import", "show", "changes")
 PLOT_SUFFIXES = (".html", ".png")
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    h = sub.add_parser(
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    h = subparsers.add_parser(
         "history",
         help="the history database of runs: import records, show each benchmark's values over runs, "
         "name the runs where benchmarks moved",
@@ -37,7 +38,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help=f"the database: a SQLite file, or a SQLAlchemy URL (postgresql+psycopg://...) "
         f"(default: ${HISTORY_ENV}, else $XDG_DATA_HOME/harness/history.sqlite)",
     )
-    h.add_argument("-k", dest="pattern", help="only benchmarks whose name matches (substring, glob, and/or/not)")
+    add_pattern(h)
     h.add_argument(
         "--by", choices=("time", "label", "commit"), default="time",
         help="one point per run in order of start time (default), or per label (in natural order) or per "
@@ -54,6 +55,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="with changes: exit 1 when the newest run is at a level more than PCT percent worse than the one "
         "before it (a step up in time or instructions)",
     )
+    h.set_defaults(handler=run)
 
 
 def _keep(pattern: str | None):
@@ -90,7 +92,7 @@ def _check(args: argparse.Namespace) -> None:
         raise UsageError(f"--plot {args.plot}: give a file ending in .html (interactive) or .png")
 
 
-def cmd_history(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     from harness.history import open_history
     from harness.present.table import output_console
 

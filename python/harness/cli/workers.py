@@ -1,6 +1,6 @@
-"""Command line of the kept counting workers: ``python -m harness workers [list|start|stop]``.
+"""``python -m harness workers [list|start|stop]``: the kept instruction-counting workers.
 
-Parsing and printing only, as in ``cli``: the workers are ``harness.workers`` (the registry of kept
+Parsing and printing only: the workers are ``harness.workers`` (the registry of kept
 ones, stopping them) and ``measure.counters.kept`` (starting the ones a counter borrows).
 """
 
@@ -16,8 +16,8 @@ from harness.options import COUNTER_CHOICES, KEEP_WORKER_ENV, WORKER_START_TIMEO
 ACTIONS = ("list", "start", "stop")
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    workers = sub.add_parser("workers", help="list, start or stop the instruction-counting workers kept for the next run")
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    workers = subparsers.add_parser("workers", help="list, start or stop the instruction-counting workers kept for the next run")
     workers.add_argument(
         "action", nargs="?", choices=ACTIONS, default="list",
         help="list (the default): each kept worker's age, memory and fingerprint; start: start the workers "
@@ -32,9 +32,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--keep-worker", type=float, default=None, metavar="SECONDS",
         help=f"start: their idle timeout (default: ${KEEP_WORKER_ENV}, else 900; as bench --keep-worker)",
     )
+    workers.set_defaults(handler=run)
 
 
-def cmd_workers(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     from harness.present.workers import print_workers
     from harness.workers.registry import kept_workers, stop_all
 
@@ -49,7 +50,7 @@ def cmd_workers(args: argparse.Namespace) -> int:
 
 
 def _start(args: argparse.Namespace) -> int:
-    from harness.measure.counters.choice import get_counter
+    from harness.measure.counter_choice import get_counter
     from harness.measure.counters.kept import start_counter_workers
     from harness.workers.protocol import WorkerStartFailed
 

@@ -1,0 +1,101 @@
+"""``python -m harness check``: gate a run's metrics against expected values (exit 1 on a regression or a
+missing case), rewrite them with ``--update``, or show them next to published reference values."""
+
+from __future__ import annotations
+
+import argparse
+
+from rich.markup import escape
+
+from harness.errors import UsageError
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    check = subparsers.add_parser(
+        "check", help="gate a run's metrics against expected values (exit 1 on a regression or a missing case); "
+        "or show them next to published reference values (never gates)"
+    )
+    check.add_argument("results", metavar="RESULTS", help="a metric CSV (bench --output X.csv) or a run record (.json)")
+    check.add_argument("--expected", metavar="FILE", help="CSV of name,metric,expected,noise_margin: the gate")
+    check.add_argument(
+        "--reference", metavar="FILE",
+        help="CSV of reference values with their counter, torch and source columns (e.g. "
+        "benchmarks/compile_time/reference_pytorch.csv): prints ours, theirs and the ratio, marks what differs "
+        "besides the work; never changes the exit status",
+    )
+    check.add_argument(
+        "--update", action="store_true",
+        help="rewrite FILE: rows that moved by more than a third of their margin take the new value, new rows are added",
+    )
+    check.add_argument(
+        "--metric", action="append", metavar="METRIC",
+        help="judge this metric (repeatable; default: the metrics FILE has rows for)",
+    )
+    check.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.present import check
+    from harness.present.check_table import print_verdicts
+
+    if not args.expected and not args.reference:
+        raise UsageError(
+            "check needs --expected FILE (gate against expected values) or --reference FILE "
+            "(show published values side by side), or both"
+        )
+    if args.update and not args.expected:
+        raise UsageError("--update rewrites the --expected file: name it with --expected FILE")
+    actual = check.read_results(args.results)
+    from harness.present.table import output_console
+
+    console = output_console()
+    if args.reference:
+        from harness.present import reference
+
+        rows = reference.compare(reference.read_reference(args.reference), actual, reference.provenance_of(args.results))
+        console.print(reference.reference_table(rows, f"{args.results} next to {args.reference} (not a gate)"))
+        if not args.expected:
+            return 0
+    expected = check.read_expected(args.expected, missing_ok=args.update)
+    if not check.gated_metrics(expected, args.metric):
+        raise UsageError(
+            f"{args.expected} has no rows, so nothing is gated; name the metric to gate, e.g. "
+            f"--metric compile_time_instruction_count"
+        )
+    verdicts = check.check(expected, actual, args.metric)
+    print_verdicts(verdicts, console)
+    refresh = check.refresh_command(args.results, args.expected, args.metric)
+    counts = {v: sum(1 for x in verdicts if x.verdict == v) for v in (check.REGRESSION, check.MISSING, check.IMPROVED, check.NEW)}
+    if args.update:
+        update = check.update_file(args.expected, actual, args.metric)  # re-read under the writers' lock
+        console.print(
+            f"updated {args.expected}: {len(update.changed)} row(s) changed, {len(update.added)} added, "
+            f"the rest unchanged (rows move only beyond a third of their margin)",
+            highlight=False, markup=False, soft_wrap=True,
+        )
+        if counts[check.MISSING]:
+            console.print(
+                f"{counts[check.MISSING]} expected row(s) have no result and were kept; "
+                "delete them by hand if those cases are gone",
+                highlight=False, markup=False, soft_wrap=True,
+            )
+            return 1
+        return 0
+    if counts[check.NEW]:
+        console.print(
+            f"[yellow]warning:[/yellow] {counts[check.NEW]} result(s) have no expected row; add them with:\n  {escape(refresh)}",
+            highlight=False, soft_wrap=True,
+        )
+    if counts[check.REGRESSION] or counts[check.MISSING]:
+        console.print(
+            f"[red]FAILED[/red]: {counts[check.REGRESSION]} regression(s), {counts[check.MISSING]} missing result(s). "
+            f"If the change is intended, refresh the expected values with:\n  {escape(refresh)}",
+            highlight=False, soft_wrap=True,
+        )
+        return 1
+    if counts[check.IMPROVED]:
+        console.print(
+            f"{counts[check.IMPROVED]} case(s) improved beyond their margin; record the new values with:\n  {escape(refresh)}",
+            highlight=False, soft_wrap=True,
+        )
+    return 0
