@@ -10,10 +10,10 @@ and never c, which is killed while it sleeps.
 from __future__ import annotations
 
 import json
-import signal
-import subprocess
 import sys
 from pathlib import Path
+
+import interruptible
 
 SCRIPT = '''
 import json, os, signal, sys, time
@@ -51,8 +51,6 @@ def delivered_before_interrupt(tmp_path: Path, imports: str, run: str) -> list[s
     ``tasks`` with ``on_result`` (``imports`` what it needs); its own process, a real SIGINT."""
     script = tmp_path / "busy_caller.py"
     script.write_text(imports + "\n" + SCRIPT.format(run=run))
-    r = subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True, text=True, timeout=240,
-                       # As from a terminal: a shell running the tests in the background hands SIGINT ignored.
-                       preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    r = interruptible.run([sys.executable, str(script), str(tmp_path)], capture_output=True, text=True, timeout=240)
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout.strip().splitlines()[-1])

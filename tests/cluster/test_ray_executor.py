@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+import interruptible
 from busy_caller import delivered_before_interrupt
 from conftest import run_cli
 from harness.cluster.remote import RAY_SLOTS
@@ -170,7 +171,7 @@ def test_ctrl_c_cancels_keeps_finished_results_and_leaves_no_process(tmp_path):
     marker = f"HARNESS_TEST_MARKER_{uuid.uuid4().hex}"
     out = tmp_path / "run.json"
     env = {**os.environ, marker: "1"}
-    driver = subprocess.Popen(
+    driver = interruptible.popen(
         [sys.executable, "-m", "harness", "bench", "sleepy", "--path", str(root), "--executor", "ray",
          "--min-run-time", "1.5", "-o", str(out)],
         cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

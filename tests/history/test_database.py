@@ -17,6 +17,7 @@ import pytest
 from history_runs import run
 from sqlalchemy import MetaData, create_engine
 
+import interruptible
 from harness.errors import UsageError
 from harness.history import open_history, query, schema
 from harness.records import save
@@ -137,7 +138,7 @@ WRITER = textwrap.dedent("""
 
 
 def _writer(db: Path, writer: int, count: int) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-c", WRITER, str(db), str(writer), str(Path(__file__).parent), str(count)],
+    return interruptible.popen([sys.executable, "-c", WRITER, str(db), str(writer), str(Path(__file__).parent), str(count)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
 
 

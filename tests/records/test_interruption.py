@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+import interruptible
 from conftest import suite_root
 from harness.files.lock import lock_path
 from harness.records import save
@@ -119,7 +120,7 @@ def _interrupted_bench(root: Path, output: Path, moment: str, sig: int) -> subpr
         # Holding the writers' lock keeps the run's final write waiting on it.
         lock_fd = os.open(lock_path(output), os.O_RDWR | os.O_CREAT, 0o644)
         fcntl.flock(lock_fd, fcntl.LOCK_EX)
-    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = interruptible.popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         if moment == "during_write":
             _wait_for("the final write", lambda: _holds_open(proc.pid, lock_path(output)), proc)

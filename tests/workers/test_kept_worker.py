@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+import interruptible
 from harness.errors import UsageError
 from harness.model.task import Task
 from harness.options import KEEP_WORKER_ENV as KEEP_ENV
@@ -61,7 +62,7 @@ def _mid_count(tmp: Path, directory: Path, then) -> subprocess.CompletedProcess:
     """Run LONG_SCRIPT against the kept worker of ``directory``; once it counts, call ``then(client)``."""
     env = {**os.environ, "TMPDIR": str(tmp), KEEP_ENV: "120"}
     logs = set(directory.glob("valgrind.*.log"))
-    client = subprocess.Popen([sys.executable, "-c", LONG_SCRIPT], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    client = interruptible.popen([sys.executable, "-c", LONG_SCRIPT], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True, env=env)
     deadline = time.monotonic() + 120
     # Its session and the zygote's child for the count are new processes under valgrind: a log each.

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+import interruptible
 from busy_caller import delivered_before_interrupt
 from harness.model.task import Task
 from harness.workers.pool import WorkerPool
@@ -81,12 +82,9 @@ def test_ctrl_c_keeps_completed_results(tmp_path: Path, sig, code, word):
         )
     )
     out = tmp_path / "run.json"
-    proc = subprocess.Popen(
+    proc = interruptible.popen(
         [sys.executable, "-m", "harness", "bench", "--path", str(root), "--output", str(out)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        # As from a terminal: a shell running this suite in the background
-        # (CI, nohup) hands its children SIGINT ignored, and Python keeps it so.
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     # Wait until this run's worker is up and busy with the slow task.
     deadline = time.monotonic() + 120
