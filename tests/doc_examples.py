@@ -17,6 +17,14 @@
   ``<!-- skip: next "why" -->``, on the line before it; one that needs an
   optional part says so with a condition,
   ``<!-- skip: next if(ray_missing, reason="...") -->``.
+- A page's examples run in its order, in one process, however they are
+  selected (one page, several, with or without tests/, any ``-n``): the root
+  conftest.py puts them all in one xdist group (``GROUP``), so a skip marker
+  and the state a block leaves reach the blocks after it.
+- No example waits for ever: each has ``HARNESS_TEST_EXAMPLE_TIMEOUT`` seconds
+  (default ``BLOCK_TIMEOUT_S``); past it, a bash or console block's whole
+  process group is killed and a python block is interrupted (SIGALRM), and the
+  test fails with "example at docs/PAGE.md:LINE ran past N s".
 """
 
 from __future__ import annotations
@@ -27,19 +35,23 @@ import importlib.util
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from sybil import Example, Sybil
+from sybil import Example, Region, Sybil
 from sybil.parsers.markdown import CodeBlockParser, PythonCodeBlockParser, SkipParser
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = ("README.md", "docs/*.md")
 LINKED = ("benchmarks", "examples", ".venv")
 BLOCK_TIMEOUT_S = 900
+TIMEOUT_ENV = "HARNESS_TEST_EXAMPLE_TIMEOUT"
+GROUP = "docs"  # the xdist group of every page's examples (tests/parallel.py shares it)
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 
 
@@ -106,15 +118,44 @@ def leave(namespace: dict[str, Any]) -> None:
     _forget_cache_root()
 
 
+def time_limit() -> float:
+    """Seconds an example may run: ``HARNESS_TEST_EXAMPLE_TIMEOUT``, else ``BLOCK_TIMEOUT_S``."""
+    return float(os.environ.get(TIMEOUT_ENV) or BLOCK_TIMEOUT_S)
+
+
+class ExampleTimeout(Exception):
+    """An example ran past its time limit."""
+
+
+def where(example: Example) -> str:
+    path = Path(example.path)
+    return f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}:{example.line}"
+
+
+def past_limit(example: Example, limit: float) -> str:
+    return f"example at {where(example)} ran past {limit:g} s"
+
+
 def _run(command: str, merged: bool = False) -> subprocess.CompletedProcess[str]:
-    """``merged``: stderr into stdout, unbuffered, so the output reads in the order a terminal shows it."""
+    """``merged``: stderr into stdout, unbuffered, so the output reads in the order a terminal shows it.
+
+    The command runs in a session of its own: past the time limit the whole session (a ``ray
+    start`` the block started, say) is killed, and ``subprocess.TimeoutExpired`` raised."""
     f = folder()
     env = f.subprocess_env()
     if merged:
         env["PYTHONUNBUFFERED"] = "1"
-    return subprocess.run(["bash", "-euo", "pipefail", "-c", command], cwd=f.path, env=env, text=True,
+    limit = time_limit()
+    with subprocess.Popen(["bash", "-euo", "pipefail", "-c", command], cwd=f.path, env=env, text=True,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT if merged else subprocess.PIPE,
-                          timeout=BLOCK_TIMEOUT_S)
+                          start_new_session=True) as proc:
+        try:
+            out, err = proc.communicate(timeout=limit)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            raise
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
 def _failure(command: str, r: subprocess.CompletedProcess[str]) -> str:
@@ -124,7 +165,10 @@ def _failure(command: str, r: subprocess.CompletedProcess[str]) -> str:
 
 def run_bash(example: Example) -> str | None:
     command = str(example.parsed)
-    r = _run(command)
+    try:
+        r = _run(command)
+    except subprocess.TimeoutExpired as e:
+        return past_limit(example, float(e.timeout))
     return None if r.returncode == 0 else _failure(command, r)
 
 
@@ -151,7 +195,10 @@ def console_steps(text: str) -> list[tuple[str, str]]:
 def run_console(example: Example) -> str | None:
     checker = doctest.OutputChecker()
     for command, expected in console_steps(str(example.parsed)):
-        r = _run(command, merged=True)
+        try:
+            r = _run(command, merged=True)
+        except subprocess.TimeoutExpired as e:
+            return f"{past_limit(example, float(e.timeout))} (at $ {command})"
         if r.returncode != 0:
             return _failure(command, r)
         got = r.stdout
@@ -160,16 +207,47 @@ def run_console(example: Example) -> str | None:
     return None
 
 
-def sybil() -> Sybil:
+def within_limit(evaluator: Callable[[Example], str | None]) -> Callable[[Example], str | None]:
+    """``evaluator`` interrupted by SIGALRM past the time limit: for python blocks, which run in this process."""
+
+    def evaluate(example: Example) -> str | None:
+        limit = time_limit()
+
+        def expire(signum: int, frame: Any) -> None:
+            raise ExampleTimeout(past_limit(example, limit))
+
+        previous = signal.signal(signal.SIGALRM, expire)
+        signal.setitimer(signal.ITIMER_REAL, limit)
+        try:
+            return evaluator(example)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+
+    return evaluate
+
+
+class LimitedPython(PythonCodeBlockParser):
+    """Python blocks, each run within the time limit."""
+
+    def __call__(self, document: Any) -> Iterator[Region]:
+        for region in super().__call__(document):
+            if region.evaluator is not None:
+                region.evaluator = within_limit(region.evaluator)
+            yield region
+
+
+def sybil(path: Path = ROOT, patterns: tuple[str, ...] = PAGES) -> Sybil:
+    """The examples of ``patterns`` under ``path`` (this checkout's pages; a test's own page)."""
     return Sybil(
         parsers=[
-            PythonCodeBlockParser(doctest_optionflags=FLAGS),
+            LimitedPython(doctest_optionflags=FLAGS),
             CodeBlockParser("bash", run_bash),
             CodeBlockParser("console", run_console),
             SkipParser(),
         ],
-        patterns=list(PAGES),
-        path=str(ROOT),
+        patterns=list(patterns),
+        path=str(path),
         setup=enter,
         teardown=leave,
     )

@@ -28,6 +28,8 @@ from pathlib import Path
 
 import pytest
 
+from doc_examples import GROUP as DOC_GROUP
+
 # Files whose tests share an expensive session fixture, or a service: one group each.
 SHARED_GROUPS = {
     "tests/present/test_layer_table.py": "layers_run",
@@ -68,7 +70,7 @@ def group_of(item: pytest.Item, root: Path) -> str:
     except ValueError:
         path = str(item.path)
     if path.endswith(".md"):
-        return "docs"
+        return DOC_GROUP
     return SHARED_GROUPS.get(path, path)
 
 
