@@ -11,6 +11,9 @@ A ``Kind`` names, for tasks of that kind (``Task.kind``):
   kind's own layout that ``bench --output FILE.suffix`` writes instead of a
   plain run record when every task of the run is of this kind;
 - ``report(runs) -> html | None``: the kind's section of the HTML report;
+- ``cache``: ``{name: entries(clear) -> [lines]}``, what the kind keeps in
+  the per-user cache: ``python -m harness cache info`` prints each entry's
+  lines, ``python -m harness cache clear NAME`` calls it with ``clear=True``;
 - ``estimate``: seconds one task takes per mode, when no earlier run recorded
   it (``bench --shard`` balances parts by it; ``estimated_seconds``).
 
@@ -46,6 +49,7 @@ class Kind:
     outputs: Mapping[str, Target] = dataclasses.field(default_factory=dict)
     report: Target | None = None
     report_title: str = ""  # the report section's title, named in the report when no run has this kind
+    cache: Mapping[str, Target] = dataclasses.field(default_factory=dict)
     description: str = ""
     # Seconds one task takes, by mode, at the default --min-run-time: what shards
     # are balanced by when no earlier run recorded the task's duration. Only the
@@ -187,6 +191,7 @@ _builtin(Kind(
     table="harness.suites.gpt_fast.table:rows_table",
     outputs={".csv": "harness.suites.gpt_fast.output:write_outputs"},
     report="harness.suites.gpt_fast.report:kernel_section", report_title="Kernel efficiency",
+    cache={"peaks": "harness.suites.gpt_fast.peaks:cache_entries"},
     description="gpt-fast micro-kernels and models against the device's peaks",
 ))
 _builtin(Kind(

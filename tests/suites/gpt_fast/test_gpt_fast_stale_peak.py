@@ -68,8 +68,10 @@ def _plant_low_peak(env: dict[str, str]) -> str:
 def test_a_kernel_faster_than_the_cached_peak_raises_it_and_says_so(cli, cache, tmp_path):
     env = {"HARNESS_GPT_FAST_SIZE": "tiny", "HARNESS_CACHE_DIR": str(cache), "TORCHINDUCTOR_COMPILE_THREADS": "1"}
     planted = _plant_low_peak({**os.environ, **env})
-    (entry,) = peaks.cached_peaks()
-    assert entry.flops_per_s == PLANTED_FLOPS and "busy 60%, load average 3.50" in entry.load and not entry.raised
+    shown = cli("cache", "info", env=env)
+    assert shown.returncode == 0, shown.stderr
+    assert "0.0 GFLOP/s bf16, 1.0 GB/s; measured 2026-01-01T00:00:00+00:00 (other processes busy 60%, load " \
+           "average 3.50 on 2 core(s))" in shown.stdout and planted in shown.stdout and "raised" not in shown.stdout
 
     out = tmp_path / "gpt.csv"
     r = cli("bench", "gpt_fast", "--only", "mlp_layer_norm_gelu", "--min-run-time", "0.01", "-o", str(out), env=env)
@@ -90,7 +92,11 @@ def test_a_kernel_faster_than_the_cached_peak_raises_it_and_says_so(cli, cache, 
     assert stored["flops_per_s"] > PLANTED_FLOPS and stored["raised"]["from"] == PLANTED_FLOPS
     (entry,) = peaks.cached_peaks()
     assert entry.flops_per_s == stored["flops_per_s"] and "mlp_layer_norm_gelu" in entry.raised
-    assert peaks.clear_cached_peaks() == [entry.path] and peaks.cached_peaks() == []
+    shown = cli("cache", "info", env=env)
+    assert f"; raised {entry.raised}" in shown.stdout
+    cleared = cli("cache", "clear", "peaks", env=env)
+    assert cleared.returncode == 0 and "removed 1 cached peak(s)" in cleared.stdout
+    assert peaks.cached_peaks() == [] and "no cached peaks" in cli("cache", "info", env=env).stdout
 
 
 def _util(actual: float) -> Experiment:

@@ -306,6 +306,24 @@ def cached_peaks() -> list[CachedPeak]:
     return sorted((p for p in found if p is not None), key=lambda p: p.measured_at)
 
 
+def cache_entries(clear: bool = False) -> list[str]:
+    """``python -m harness cache``'s lines for the peaks: each one, when and under what load it was
+    measured (and raised); with ``clear``, removes them and says how many."""
+    if clear:
+        removed = clear_cached_peaks()
+        return [f"removed {len(removed)} cached peak(s) from {cache_dir('peaks')}: the next gpt_fast run measures again"]
+    found = cached_peaks()
+    if not found:
+        return ["no cached peaks (a gpt_fast run on a CPU or an unknown GPU measures and caches them)"]
+    lines = []
+    for p in found:
+        lines.append(f"{p.device} {p.device_name}: {p.flops_per_s / 1e9:,.1f} GFLOP/s bf16, "
+                     f"{p.bytes_per_s / 1e9:,.1f} GB/s; measured {p.measured_at} ({p.load})"
+                     + (f"; raised {p.raised}" if p.raised else ""))
+        lines.append(f"  {p.path}")
+    return lines
+
+
 def clear_cached_peaks() -> list[Path]:
     """Remove every cached peak (the next run measures again); the paths removed."""
     removed = []
