@@ -6,7 +6,8 @@
 Only the text between ``<!-- BEGIN generated: COMMAND -->`` and ``<!-- END
 generated -->`` is replaced, so the prose around each block is kept as written.
 A subcommand the page lacks gets a section at the end (its one-line help as
-the prose, to be edited); a block naming a subcommand that is gone stops the
+the prose, to be edited), a subcommand's subcommand (``history show``) one
+after its parent's block; a block naming a subcommand that is gone stops the
 script, since the prose about it needs a person to remove it.
 tests/test_cli_doc.py fails when the page and the parser disagree.
 """
@@ -37,23 +38,31 @@ BLOCK = re.compile(
 )
 
 
+def _subcommands(parser: argparse.ArgumentParser) -> argparse._SubParsersAction | None:
+    return next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+
+
 def parsers() -> dict[str, argparse.ArgumentParser]:
-    """The parser of each command the page documents, by the command's words: '' is the top level."""
-    top = build_parser()
-    found = {"": top}
-    for action in top._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            found.update(action.choices)
+    """The parser of each command the page documents, by the command's words: '' is the top level,
+    'history show' a subcommand's subcommand; a command comes before its own subcommands."""
+    found = {"": build_parser()}
+    pending = [""]
+    while pending:
+        name = pending.pop(0)
+        sub = _subcommands(found[name])
+        for word, parser in (sub.choices.items() if sub else ()):
+            found[f"{name} {word}".strip()] = parser
+            pending.append(f"{name} {word}".strip())
     return found
 
 
 def summaries() -> dict[str, str]:
-    """Each subcommand's one-line help, as the top-level help lists it."""
-    top = build_parser()
-    for action in top._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            return {a.dest: a.help or "" for a in action._choices_actions}
-    return {}
+    """Each subcommand's one-line help, as its parent's help lists it."""
+    out = {}
+    for name, parser in parsers().items():
+        sub = _subcommands(parser)
+        out.update({f"{name} {a.dest}".strip(): a.help or "" for a in (sub._choices_actions if sub else ())})
+    return out
 
 
 def help_text(parser: argparse.ArgumentParser) -> str:
@@ -88,9 +97,19 @@ def render(page: str) -> str:
     page = BLOCK.sub(replace, page)
     lines = summaries()
     for command, (name, p) in by_command.items():
-        if command not in seen:
-            prose = (lines.get(name) or p.description or "").rstrip(".")
-            page = page.rstrip("\n") + f"\n\n## {name or PROG}\n\n{prose[:1].upper()}{prose[1:]}.\n\n{block(name, p)}\n"
+        if command in seen:
+            continue
+        prose = (lines.get(name) or p.description or "").rstrip(".")
+        level = "#" * (2 + name.count(" "))
+        section = f"{level} {name or PROG}\n\n{prose[:1].upper()}{prose[1:]}.\n\n{block(name, p)}\n"
+        # A subcommand's subcommand goes after its parent's block and its siblings' already there.
+        parent = command.rsplit(" ", 1)[0] if " " in name else None
+        ends = [m.end() for m in BLOCK.finditer(page) if parent and (m["command"] + " ").startswith(parent + " ")]
+        if ends:
+            page = f"{page[:ends[-1]]}\n\n{section.rstrip()}{page[ends[-1]:]}"
+        else:
+            page = page.rstrip("\n") + f"\n\n{section}"
+        seen.add(command)
     return page
 
 

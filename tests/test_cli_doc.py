@@ -129,14 +129,20 @@ def problems(found: list[Invocation], parsers: dict[str, argparse.ArgumentParser
         command = inv.words[0] if inv.words and not inv.words[0].strip("[").startswith("-") else ""
         if command not in parsers:
             out.append(f"{inv.where}: `{inv.line}`: no subcommand {command!r} "
-                       f"(there are {', '.join(n for n in parsers if n)})")
+                       f"(there are {', '.join(_top_level(parsers))})")
             continue
+        if " ".join(inv.words[:2]) in parsers:  # a subcommand's subcommand: `history show --plot X`
+            command = " ".join(inv.words[:2])
         known = parsers[command]._option_string_actions
-        for flag in _flags(inv.words[1:] if command else inv.words):
+        for flag in _flags(inv.words[len(command.split()):]):
             if flag not in known:
                 out.append(f"{inv.where}: `{inv.line}`: {flag} is not a flag of "
                            f"`python -m harness {command}`")
     return out
+
+
+def _top_level(parsers: dict[str, argparse.ArgumentParser]) -> list[str]:
+    return [name for name in parsers if name and " " not in name]
 
 
 def _doc_files() -> list[Path]:
@@ -185,9 +191,11 @@ def test_every_subcommand_and_flag_is_on_the_page_and_nothing_else(gen):
         assert have == shown, (
             f"`{command}`: flags not on docs/cli.md: {sorted(have - shown)}; on the page but not in the "
             f"parser: {sorted(shown - have)}; run {gen.REGENERATE}")
-    top = blocks[gen.PROG]
-    listed = set(re.findall(r"^    ([a-z][\w-]*)\s", top, re.M))
-    assert listed == {name for name in parsers if name}, "the top-level help on docs/cli.md lists other subcommands"
+    for name in parsers:  # each command's help lists its own subcommands: the top level's, history's
+        listed = set(re.findall(r"^    ([a-z][\w-]*)\s", blocks[gen.command_of(name)], re.M))
+        children = {child.rsplit(" ", 1)[-1] for child in parsers
+                    if child and (child.rsplit(" ", 1)[0] if " " in child else "") == name}
+        assert listed == children, f"`{gen.command_of(name)} --help` on docs/cli.md lists other subcommands"
 
 
 def test_every_argument_has_a_help_text(gen):
@@ -213,6 +221,10 @@ def test_the_generator_keeps_the_prose_and_adds_what_is_missing(gen):
     # Every other command gets a section of its own, its one-line help as the prose.
     assert "\n## cache\n\nInspect or clear the per-user cache.\n\n<!-- BEGIN generated: python -m harness cache" in out
     assert set(_page_blocks(gen, out)) == {gen.command_of(n) for n in gen.parsers()}
+    # A subcommand's subcommands follow its block, a level deeper, in the parser's order.
+    history = out.index("\n## history\n")
+    assert history < out.index("\n### history import\n") < out.index("\n### history show\n") \
+        < out.index("\n### history changes\n") < out.index("\n## cache\n")
     assert gen.render(out) == out
     with pytest.raises(SystemExit, match="python -m harness frobnicate"):
         gen.render(out + "<!-- BEGIN generated: python -m harness frobnicate --help -->\n<!-- END generated -->\n")
@@ -252,7 +264,7 @@ def test_the_scan_finds_commands_as_a_shell_reads_them(gen):
         "x.md:3: `.venv/bin/python -m harness bench dispatch -k 'mul and not t2' --jobs=2 -j2 --no-such-flag"
         " # --commented-out`: --no-such-flag is not a flag of `python -m harness bench`",
         "x.md:6: `HARNESS_CACHE_DIR=/tmp/c python -m harness cache info && python -m harness frobnicate`: "
-        f"no subcommand 'frobnicate' (there are {', '.join(name for name in gen.parsers() if name)})",
+        f"no subcommand 'frobnicate' (there are {', '.join(_top_level(gen.parsers()))})",
         "x.md:15: `python -m harness list [SUITE...] [-k PATTERN] [--pth DIR]`: --pth is not a flag of "
         "`python -m harness list`",
     ]

@@ -10,7 +10,7 @@ holds ``main``: one message and a non-zero exit for bad input, Ctrl-C and
 SIGTERM ending a run as an interrupt.
 May import: ``harness.present``, ``harness.bench``, ``harness.history``,
 ``harness.records``, ``harness.define``, ``harness.measure``,
-``harness.workers``, ``harness.model``, ``harness.files``,
+``harness.workers``, ``harness.kinds``, ``harness.model``, ``harness.files``,
 ``harness.errors``, ``harness.options``, ``harness._version``.
 Imported by: ``harness.__main__`` (``python -m harness``), the ``harness``
 console script (``harness.cli:main``), ``scripts/cli_doc.py`` (docs/cli.md).
@@ -26,16 +26,11 @@ from collections.abc import Sequence
 
 from harness._version import __version__
 from harness.cli import bench, cache, check, compare, history, list_cmd, merge, report, workers
-from harness.errors import HarnessError, Terminated
+from harness.cli.arguments import describe_subcommands, misplaced
+from harness.errors import HarnessError, Terminated, UsageError
 
 # In the order the top-level help lists them.
 COMMANDS = (list_cmd, bench, merge, compare, report, check, history, cache, workers)
-
-
-def describe_subcommands(subparsers: argparse._SubParsersAction) -> None:
-    """`python -m harness X --help` opens with the line the command list shows for X."""
-    for action in subparsers._choices_actions:
-        subparsers.choices[action.dest].description = action.help
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -61,7 +56,13 @@ def _on_sigterm(signum: int, frame: object) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        hint = misplaced(parser, args, extra)
+        if hint is None:
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")  # what parse_args says
+        print(f"harness: error: {hint}", file=sys.stderr)
+        return UsageError.exit_code
     if args.command is None:
         parser.print_help()
         return 2

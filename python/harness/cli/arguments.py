@@ -1,5 +1,6 @@
 """The arguments more than one command takes, each written once: which benchmarks (``list``, ``bench``,
-``history show|changes``) and percentages (``compare``, ``history changes``)."""
+``history show|changes``) and percentages (``compare``, ``history changes``); and what every command's
+parser shares: each subcommand's description, the message for an option given to the wrong subcommand."""
 
 from __future__ import annotations
 
@@ -36,6 +37,41 @@ def suites_and_tasks(args: argparse.Namespace) -> tuple[list, list]:
         everything=getattr(args, "everything", True),
     )
     return suites, tasks
+
+
+def describe_subcommands(subparsers: argparse._SubParsersAction) -> None:
+    """`python -m harness X --help` (and `X Y --help`) opens with the line X's (Y's) list of commands shows."""
+    for action in subparsers._choices_actions:
+        subparsers.choices[action.dest].description = action.help
+
+
+def misplaced(parser: argparse.ArgumentParser, args: argparse.Namespace, extra: list[str]) -> str | None:
+    """Where the first argument no parser took belongs, when the subcommand given has sibling subcommands
+    (``history show --label``: ``--label`` is ``history import``'s): a message to show instead of argparse's
+    "unrecognized arguments"; None where no sibling takes it, or the command has no second level."""
+    words: list[str] = []
+    siblings: dict[str, argparse.ArgumentParser] = {}
+    while (sub := next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)) is not None:
+        chosen = getattr(args, sub.dest, None)
+        if chosen is None:
+            break
+        words.append(chosen)
+        siblings = {name: p for name, p in sub.choices.items() if name != chosen}
+        parser = sub.choices[chosen]
+    if len(words) < 2:
+        return None
+    first = extra[0]
+    if first.startswith("-"):
+        name = first.split("=", 1)[0]
+        owners = [n for n, p in siblings.items() if name in p._option_string_actions]
+    else:
+        takes = {n: [a for a in p._actions if not a.option_strings] for n, p in siblings.items()}
+        owners = [n for n, positionals in takes.items() if positionals]
+        name = next((a.metavar or a.dest for n in owners for a in takes[n]), first)
+    if not owners:
+        return None
+    where = " and ".join(f"`{' '.join(words[:-1])} {owner}`" for owner in owners)
+    return f"{' '.join(words)}: {name} belongs to {where}"
 
 
 def check_percentage(flag: str, value: float | None) -> None:

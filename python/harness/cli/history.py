@@ -12,12 +12,12 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from harness.cli.arguments import add_pattern
+from harness.cli.arguments import add_pattern, check_percentage, describe_subcommands
 from harness.errors import UsageError
 from harness.options import HISTORY_ENV
 
-ACTIONS = ("import", "show", "changes")
 PLOT_SUFFIXES = (".html", ".png")
+BY = ("time", "label", "commit")
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -26,36 +26,57 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="the history database of runs: import records, show each benchmark's values over runs, "
         "name the runs where benchmarks moved",
     )
-    h.add_argument(
-        "action", choices=ACTIONS, metavar="ACTION",
-        help="import: store run records (.json, .jsonl, .csv; a run already kept is skipped); show: each "
-        "benchmark's values over runs, a sparkline per row; changes: the steps beyond the noise, the runs on "
-        "each side and the layers and functions that moved",
+    # Subcommands, not one ACTION positional: each takes only its own options, and a subcommand's own
+    # positionals and options may come in any order (`import --history H run.json`).
+    actions = h.add_subparsers(dest="action", metavar="ACTION", required=True)
+    imp = actions.add_parser(
+        "import", help="store run records (.json, .jsonl, .csv; a run already kept is skipped)",
     )
-    h.add_argument("records", nargs="*", metavar="RECORD", help="with import: the run records to store")
-    h.add_argument(
+    imp.add_argument("records", nargs="*", metavar="RECORD", help="the run records to store")
+    _add_database(imp)
+    imp.add_argument("--label", help="the label of runs whose record has none")
+    imp.set_defaults(handler=run_import)
+
+    show = actions.add_parser("show", help="each benchmark's values over runs, a sparkline per row")
+    _add_database(show)
+    _add_series(show)
+    show.add_argument(
+        "--plot", metavar="OUT", help="draw every benchmark's trend to OUT.html (interactive, self-contained) "
+        "or OUT.png",
+    )
+    show.set_defaults(handler=run_show)
+
+    changes = actions.add_parser(
+        "changes", help="the steps beyond the noise, the runs on each side and the layers and functions that moved",
+    )
+    _add_database(changes)
+    _add_series(changes)
+    changes.add_argument(
+        "--fail-on-regression", type=float, metavar="PCT",
+        help="exit 1 when the newest run is at a level more than PCT percent worse than the one before it "
+        "(a step up in time or instructions)",
+    )
+    changes.set_defaults(handler=run_changes)
+    describe_subcommands(actions)
+
+
+def _add_database(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
         "--history", metavar="PATH|URL",
         help=f"the database: a SQLite file, or a SQLAlchemy URL (postgresql+psycopg://...) "
         f"(default: ${HISTORY_ENV}, else $XDG_DATA_HOME/harness/history.sqlite)",
     )
-    add_pattern(h)
-    h.add_argument(
-        "--by", choices=("time", "label", "commit"), default="time",
+
+
+def _add_series(parser: argparse.ArgumentParser) -> None:
+    """Which benchmarks' values over which runs: ``show`` and ``changes`` read the same series."""
+    add_pattern(parser)
+    parser.add_argument(
+        "--by", choices=BY, default="time",
         help="one point per run in order of start time (default), or per label (in natural order) or per "
         "commit of your repository (in order of its first run), each the median of its runs",
     )
-    h.add_argument("--last", type=int, metavar="N", help="only the newest N runs")
-    h.add_argument("--label", help="with import: the label of runs whose record has none")
-    h.add_argument(
-        "--plot", metavar="OUT", help="with show: draw every benchmark's trend to OUT.html (interactive, "
-        "self-contained) or OUT.png",
-    )
-    h.add_argument(
-        "--fail-on-regression", type=float, metavar="PCT",
-        help="with changes: exit 1 when the newest run is at a level more than PCT percent worse than the one "
-        "before it (a step up in time or instructions)",
-    )
-    h.set_defaults(handler=run)
+    parser.add_argument("--last", type=int, metavar="N", help="only the newest N runs")
 
 
 def _keep(pattern: str | None):
@@ -73,50 +94,49 @@ def _keep(pattern: str | None):
     return keep
 
 
-def _check(args: argparse.Namespace) -> None:
-    wrong = [(flag, value) for flag, value, action in (
-        ("RECORD", args.records, "import"), ("--label", args.label, "import"), ("--plot", args.plot, "show"),
-        ("--fail-on-regression", args.fail_on_regression, "changes"),
-    ) if value not in (None, []) and args.action != action]
-    if wrong:
-        flag, _ = wrong[0]
-        owner = {"RECORD": "import", "--label": "import", "--plot": "show", "--fail-on-regression": "changes"}[flag]
-        raise UsageError(f"history {args.action}: {flag} belongs to `history {owner}`")
-    if args.action == "import" and not args.records:
-        raise UsageError("history import: give the run records to store, e.g. history import runs/*.json")
-    if args.last is not None and args.last < 1:
-        raise UsageError(f"--last must be >= 1, got {args.last}")
-    if args.fail_on_regression is not None and args.fail_on_regression < 0:
-        raise UsageError(f"--fail-on-regression must be >= 0 (a percentage), got {args.fail_on_regression}")
-    if args.plot and Path(args.plot).suffix.lower() not in PLOT_SUFFIXES:
-        raise UsageError(f"--plot {args.plot}: give a file ending in .html (interactive) or .png")
-
-
-def run(args: argparse.Namespace) -> int:
+def run_import(args: argparse.Namespace) -> int:
     from harness.history import open_history
     from harness.present.table import output_console
 
-    _check(args)
+    if not args.records:
+        raise UsageError("history import: give the run records to store, e.g. history import runs/*.json")
+    console = output_console()
+    with open_history(args.history, create=True) as history:
+        for path, added, kept in history.import_paths(args.records, label=args.label or ""):
+            console.print(f"{escape(path)}: {added} run(s) added" + (f", {kept} already kept" if kept else ""),
+                          highlight=False)
+        console.print(f"history: {escape(history.location.shown)}", highlight=False)
+    return 0
+
+
+def run_show(args: argparse.Namespace) -> int:
+    if args.plot and Path(args.plot).suffix.lower() not in PLOT_SUFFIXES:
+        raise UsageError(f"--plot {args.plot}: give a file ending in .html (interactive) or .png")
+    return _with_series(args, _show)
+
+
+def run_changes(args: argparse.Namespace) -> int:
+    check_percentage("--fail-on-regression", args.fail_on_regression)
+    return _with_series(args, _changes)
+
+
+def _with_series(args: argparse.Namespace, then) -> int:
+    """Open the database, read the series ``-k``, ``--by`` and ``--last`` ask for, and hand them to ``then``."""
+    from harness.history import open_history, query
+    from harness.present.table import output_console
+
+    if args.last is not None and args.last < 1:
+        raise UsageError(f"--last must be >= 1, got {args.last}")
     keep = _keep(args.pattern)
     console = output_console()
-    with open_history(args.history, create=args.action == "import") as history:
-        if args.action == "import":
-            for path, added, kept in history.import_paths(args.records, label=args.label or ""):
-                console.print(f"{escape(path)}: {added} run(s) added" + (f", {kept} already kept" if kept else ""),
-                              highlight=False)
-            console.print(f"history: {escape(history.location.shown)}", highlight=False)
-            return 0
-        from harness.history import query
-
+    with open_history(args.history, create=False) as history:
         trends = query.regroup(query.load(history, keep, args.last), args.by)
         where = escape(history.location.shown)
         if not trends.runs or not len(trends.benchmarks):
             console.print(f"{where}: no runs" + (" with a benchmark matching -k" if args.pattern else "")
                           + (f" with a {args.by}" if args.by != "time" else ""), highlight=False)
             return 0
-        if args.action == "show":
-            return _show(history, trends, args, console)
-        return _changes(history, trends, args, console)
+        return then(history, trends, args, console)
 
 
 def _show(history, trends, args: argparse.Namespace, console: Console) -> int:
