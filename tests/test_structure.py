@@ -140,7 +140,7 @@ LAYERS = [
     {"harness.cluster"},
     {"harness.run"},
     {"harness.bench"},
-    {"harness.present", "harness.cli", "harness.cli_history", "harness.cli_workers", "harness.pytest_plugin"},
+    {"harness.present", "harness.cli", "harness.pytest_plugin"},
     {"harness.suites"},
 ]
 
