@@ -40,6 +40,7 @@ from harness.errors import Terminated, UsageError
 from harness.history import open_history, provenance
 from harness.measure.callgrind.layers import load_rules
 from harness.measure.counters.base import InstructionCounter
+from harness.measure.counters.cache import record_geometry as cache_geometry
 from harness.measure.counters.choice import get_counter
 from harness.model.record import RunRecord
 from harness.model.result import TaskResult
@@ -195,7 +196,10 @@ def run_tasks(tasks: Sequence[Task], options: RunOptions | None = None, on_event
     counter: InstructionCounter | None = None
     if any(t.mode == "instructions" for t in tasks):
         # Only callgrind sees functions, so layers choose it over the hardware counter.
-        counter = get_counter("callgrind" if options.layers and options.counter == "auto" else options.counter)  # fails here, before anything runs, when it cannot count
+        counter = get_counter("callgrind" if options.layers and options.counter == "auto" else options.counter,  # fails here, before anything runs, when it cannot count
+                              cache_sim=options.cache_sim)
+        if options.cache_sim:
+            run.environment["cache_sim"] = cache_geometry()  # the one geometry every count of the run simulated
     try:
         check_in_process(options, counter)
         check_executor(options)

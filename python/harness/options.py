@@ -52,11 +52,13 @@ RAY_MAX_RETRIES = 3  # times a Ray task is retried after its node is lost (a fai
 # -- environment variables --------------------------------------------------------
 CACHE_DIR_ENV = "HARNESS_CACHE_DIR"
 CALLGRIND_DIR_ENV = "HARNESS_CALLGRIND_DIR"
+CACHE_SIM_ENV = "HARNESS_CACHE_SIM"
 COUNTER_ENV = "HARNESS_COUNTER"
 CPP_PCH_ENV = "HARNESS_CPP_PCH"
 CI_ENV = "CI"
 CXX_ENV = "CXX"
 GPT_FAST_SIZE_ENV = "HARNESS_GPT_FAST_SIZE"
+STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 HISTORY_ENV = "HARNESS_HISTORY"
 KEEP_WORKER_ENV = "HARNESS_KEEP_WORKER"
 MAX_JOBS_ENV = "MAX_JOBS"
@@ -110,8 +112,15 @@ ENVIRONMENT: dict[str, tuple[str, str]] = {
                         "auto, unset or empty: gpu on a CUDA device, else cpu; tiny: the gpt_fast suite's smallest "
                         "shapes and models, seconds per experiment; cpu: its CPU shapes and models, minutes; "
                         "gpu: the reference's shapes and 7B-class models; anything else: an error"),
+    STEP_SUMMARY_ENV: ("unset",
+                       "FILE: compare, check and history changes with --markdown append their markdown summary to "
+                       "FILE (GitHub Actions sets it to the job's summary), as well as printing it; unset or empty: "
+                       "printed only"),
     COUNTER_ENV: ("set by harness",
                   "in an instruction-counting worker: the counter it was started for (callgrind or perf)"),
+    CACHE_SIM_ENV: ("set by harness",
+                    "in a callgrind worker: 1 when it runs callgrind's cache simulation (bench --cache-sim, "
+                    "collect_callgrind(cache_sim=True)), so each count starts from the same simulated caches"),
     CALLGRIND_DIR_ENV: ("set by harness",
                         "in a callgrind worker: the directory its profiles and valgrind logs are written to"),
     PCH_LOG_ENV: ("set by harness",
@@ -223,7 +232,8 @@ class RunOptions:
     one (the compile-time suite's counted cases), else DEFAULT_TIMEOUT. ``layers``: split each instruction
     count into PyTorch's layers (needs callgrind's per-function counts; "auto"
     then means callgrind) by the rules of ``layers_rules`` (a TOML file; None:
-    the shipped rules). ``shard``: (K, N), run only the K-th of
+    the shipped rules). ``cache_sim``: count with callgrind's cache simulation at a fixed geometry
+    (``measure.counters.cache``: data accesses, misses, estimated cycles; "auto" then means callgrind). ``shard``: (K, N), run only the K-th of
     N balanced parts of the tasks (``run.shards``), balanced by the durations
     in the run record ``durations`` when given. ``executor``: "local" (this
     machine) or "ray" (``harness.cluster``: a local Ray of ``jobs`` CPUs started
@@ -244,6 +254,7 @@ class RunOptions:
     pythons: tuple[str, ...] = ()
     layers: bool = False
     layers_rules: str | None = None
+    cache_sim: bool = False  # ``--cache-sim``: callgrind simulates the caches (``measure.counters.cache``)
     shard: tuple[int, int] | None = None
     durations: str | None = None
     executor: str = "local"
@@ -267,6 +278,10 @@ class RunOptions:
             raise UsageError(f"unknown instruction counter {self.counter!r}: use one of {', '.join(COUNTER_CHOICES)}")
         if self.layers and self.counter == "perf":
             raise UsageError("--layers needs callgrind's per-function counts; use --counter callgrind (or auto)")
+        if self.cache_sim and self.counter == "perf":
+            raise UsageError("--cache-sim is callgrind's cache simulation; use --counter callgrind (or auto)")
+        if self.cache_sim and self.executor != "local":
+            raise UsageError("--cache-sim counts on this machine only for now: drop --executor ray")
         if self.layers_rules is not None and not self.layers:
             raise UsageError("--layers-rules is used only with --layers")
         if self.shard is not None:

@@ -9,7 +9,7 @@ from harness.errors import HarnessError, UsageError
 from harness.measure.callgrind.counter import VALGRIND_INSTALL_HINT, CallgrindCounter, valgrind_path
 from harness.measure.counters.base import InstructionCounter
 from harness.measure.counters.perf import PerfCounter, perf_status
-from harness.options import CALLGRIND_DIR_ENV, COUNTER_ENV, env
+from harness.options import CACHE_SIM_ENV, CALLGRIND_DIR_ENV, COUNTER_ENV, env
 
 COUNTER_NAMES = ("auto", "callgrind", "perf")
 
@@ -17,8 +17,10 @@ COUNTER_NAMES = ("auto", "callgrind", "perf")
 _told_fallback = False
 
 
-def get_counter(name: str = "auto") -> InstructionCounter:
+def get_counter(name: str = "auto", cache_sim: bool = False) -> InstructionCounter:
     """The counter called ``name``; "auto": perf where readable, else callgrind (said once on stderr).
+
+    ``cache_sim``: callgrind with its cache simulation (``counters.cache``); "auto" then means callgrind.
 
     Inside a worker started with a counter's ``worker_prefix()`` and
     ``worker_env()``, "auto" and that counter's name give the worker's own
@@ -30,6 +32,11 @@ def get_counter(name: str = "auto") -> InstructionCounter:
     started_for = env(COUNTER_ENV)
     if started_for and name in ("auto", started_for):
         return worker_counter()  # inside a worker started for this counter
+    if cache_sim:
+        if name == "perf":
+            raise UsageError("--cache-sim is callgrind's cache simulation: use --counter callgrind (or auto)")
+        CallgrindCounter.require_valgrind()
+        return CallgrindCounter(cache_sim=True)
     if name == "perf":
         counter = PerfCounter()
         counter.require_available()
@@ -62,7 +69,7 @@ def worker_counter() -> InstructionCounter:
         if name is None:
             name = "callgrind" if native().callgrind.running_on_valgrind() else "perf"
         if name == "callgrind":
-            _worker_counter = CallgrindCounter(out_dir=env(CALLGRIND_DIR_ENV))
+            _worker_counter = CallgrindCounter(out_dir=env(CALLGRIND_DIR_ENV), cache_sim=env(CACHE_SIM_ENV) == "1")
         elif name == "perf":
             _worker_counter = PerfCounter()
         else:

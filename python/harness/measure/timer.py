@@ -192,6 +192,7 @@ class Timer:
         timeout: float | None = None,
         scope: str = "function",
         plain_globals: bool = False,
+        cache_sim: bool = False,
     ) -> CallgrindStats | tuple[CallgrindStats, ...]:
         """Instruction counts of ``number`` runs under callgrind, as torch's ``collect_callgrind``.
 
@@ -213,9 +214,16 @@ class Timer:
         scope: every name a dictionary lookup, bytecode barely specialised):
         more instructions, but the same ones torch counts, for comparing with
         counts recorded by torch.
+
+        ``cache_sim`` (harness only): count under callgrind's cache simulation
+        at one fixed geometry (``measure.counters.cache``), in a worker of its
+        own; each CallgrindStats then has ``stmt_cache``, ``baseline_cache`` and
+        ``own_cache()``: data reads and writes, misses per level, L1/LL/RAM
+        hits and estimated cycles.
         """
         from harness.measure.callgrind.collect import collect_callgrind  # starts a worker: only when asked
 
         return collect_callgrind(
-            self, number, repeats, collect_baseline, retain_out_file, timeout, scope, plain_globals=plain_globals
+            self, number, repeats, collect_baseline, retain_out_file, timeout, scope, plain_globals=plain_globals,
+            cache_sim=cache_sim,
         )

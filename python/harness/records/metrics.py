@@ -2,7 +2,10 @@
 
 A runner that reports named metrics puts them in ``extra["metrics"]``
 (metric -> value) and the row name in ``extra["case"]``; any other result
-becomes one row, its task name with ``median_<unit>``.
+becomes one row, its task name with ``median_<unit>``. A count made with
+``--cache-sim`` adds a row per cache figure (``extra["cache"]``, per run, its
+baseline subtracted), the metric named as the figure: ``estimated_cycles``,
+``L1_hits``, ``D1mr``, ...
 """
 
 from __future__ import annotations
@@ -32,6 +35,11 @@ def metric_rows(results: Iterable[TaskResult]) -> list[Row]:
             rows.extend((name, str(metric), float(value)) for metric, value in metrics.items())
         elif r.samples:
             rows.append((r.task.name + side, f"median_{r.unit}", r.median))
+        cache = r.extra.get("cache")
+        if isinstance(cache, dict):
+            name = str(r.extra.get("case") or r.task.name) + side
+            rows.extend((name, str(figure), float(value)) for figure, value in cache.items()
+                        if isinstance(value, int | float) and not isinstance(value, bool))
     return rows
 
 

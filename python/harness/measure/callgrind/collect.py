@@ -27,6 +27,7 @@ from harness.files.cache import cache_dir
 from harness.measure.callgrind.counter import CallgrindCounter, built_with_debug_symbols
 from harness.measure.callgrind.globals import dump_globals
 from harness.measure.callgrind.stats import CallgrindStats, FunctionCounts, empty_counts
+from harness.measure.counters.cache import figures, is_cache_sim
 from harness.measure.counters.kept import open_counter_worker
 from harness.measure.cpp.build import build
 from harness.measure.cpp.pch import wait_for_pch
@@ -44,7 +45,8 @@ from harness.workers.protocol import WorkerDied, WorkerStartFailed, with_stderr
 class CallgrindWorker:
     """One long-lived worker process under callgrind, used by one process's Timers."""
 
-    def __init__(self) -> None:
+    def __init__(self, cache_sim: bool = False) -> None:
+        self._cache_sim = cache_sim
         self._counter: CallgrindCounter | None = None
         self._worker: WorkerProcess | KeptWorker | None = None
         self._lock = threading.Lock()
@@ -61,7 +63,7 @@ class CallgrindWorker:
         """The counter and a live worker, started (or joined, when kept) if there is none; called with the lock held."""
         if self._counter is None:
             CallgrindCounter.require_valgrind()
-            self._counter = CallgrindCounter()
+            self._counter = CallgrindCounter(cache_sim=self._cache_sim)
         counter = self._counter
         if self._worker is None or self._worker.proc.poll() is not None:
             self._discard()
@@ -126,18 +128,18 @@ def _with_notes(message: str, diagnostics: Callable[[int], str], pid: int) -> st
     return f"{message}\n--- valgrind ---\n{notes}" if notes else message
 
 
-_shared: CallgrindWorker | None = None
+_shared: dict[bool, CallgrindWorker] = {}  # cache_sim -> this process's worker: a simulating one is another valgrind
 _shared_lock = threading.Lock()
 
 
-def shared_worker() -> CallgrindWorker:
-    """This process's callgrind worker (closed at exit)."""
-    global _shared
+def shared_worker(cache_sim: bool = False) -> CallgrindWorker:
+    """This process's callgrind worker (closed at exit); ``cache_sim``: the one simulating the caches."""
     with _shared_lock:
-        if _shared is None:
-            _shared = CallgrindWorker()
-            atexit.register(_shared.close)
-        return _shared
+        worker = _shared.get(cache_sim)
+        if worker is None:
+            worker = _shared[cache_sim] = CallgrindWorker(cache_sim)
+            atexit.register(worker.close)
+        return worker
 
 
 def collect_callgrind(
@@ -149,6 +151,7 @@ def collect_callgrind(
     timeout: float | None = None,
     scope: str = "function",
     plain_globals: bool = False,
+    cache_sim: bool = False,
 ) -> CallgrindStats | tuple[CallgrindStats, ...]:
     """``Timer.collect_callgrind``: one CallgrindStats, or a tuple of them when ``repeats`` is given."""
     require_positive("number", number, int)
@@ -180,16 +183,16 @@ def collect_callgrind(
         "globals": globals_blob,
     }
     if not python:
-        _build_while_starting(spec, timer._callgrind_batch_setup)
+        _build_while_starting(spec, timer._callgrind_batch_setup, cache_sim)
     task = Task(suite="timer", name="collect_callgrind", kind="timer", params=params, mode="instructions")
-    result = shared_worker().run(task, timeout or CALLGRIND_TIMEOUT)
+    result = shared_worker(cache_sim).run(task, timeout or CALLGRIND_TIMEOUT)
     if not result.ok:
         raise CallgrindFailed(f"collect_callgrind failed: {result.error}")
     stats = stats_from_result(result, spec, number, retain_out_file)
     return stats if repeats is not None else stats[0]
 
 
-def _build_while_starting(spec: Any, batch_setup: str | None) -> None:
+def _build_while_starting(spec: Any, batch_setup: str | None, cache_sim: bool) -> None:
     """Build a C++ statement in a thread while this one starts (or joins) the worker: a worker's start
     is ``import torch`` under valgrind on one core and the compiler runs on another, so a first count
     waits for the longer of them rather than their sum. The start stays here, where Ctrl-C reaches it;
@@ -198,7 +201,7 @@ def _build_while_starting(spec: Any, batch_setup: str | None) -> None:
 
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="harness-build") as pool:
         building = pool.submit(_build_here, spec, batch_setup)
-        shared_worker().start()
+        shared_worker(cache_sim).start()
         building.result()
 
 
@@ -228,6 +231,7 @@ def stats_from_result(result: TaskResult, spec: Any, number: int, retain_out_fil
     else:
         base_incl, base_excl = empty_counts(True), empty_counts(False)
     debug = torch_has_debug_symbols()
+    base_cache = _cache_of(base) if base else None
     return tuple(
         CallgrindStats(
             task_spec=spec,
@@ -238,9 +242,19 @@ def stats_from_result(result: TaskResult, spec: Any, number: int, retain_out_fil
             stmt_inclusive_stats=FunctionCounts.from_mapping(s["inclusive"], inclusive=True),
             stmt_exclusive_stats=FunctionCounts.from_mapping(s["exclusive"], inclusive=False),
             stmt_callgrind_out=s.get("out") if retain_out_file else None,
+            stmt_cache=_cache_of(s),
+            baseline_cache=base_cache,
         )
         for s in data["stmt"]
     )
+
+
+def _cache_of(profile: dict[str, Any]) -> dict[str, int] | None:
+    """A profile's cache figures (``details.profile_json``), None when it is not a cache simulation's."""
+    totals = profile.get("totals")
+    if not totals or not is_cache_sim(list(totals)):
+        return None
+    return {name: int(value) for name, value in figures(totals).items()}
 
 
 @functools.cache  # torch does not change under a running process: the cache file is read once

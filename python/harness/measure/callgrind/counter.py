@@ -42,9 +42,11 @@ from harness.measure.callgrind.details import finish as finish_details
 from harness.measure.callgrind.logs import signal_name, tail, valgrind_log
 from harness.measure.callgrind.profile import total_from_text
 from harness.measure.counters.base import CollectorOff, InstructionCounter, Sampler, fresh_code, warm_up
+from harness.measure.counters.cache import LL_BYTES
+from harness.measure.counters.cache import valgrind_flags as cache_flags
 from harness.measure.counters.profile import Profile
 from harness.model.result import TaskResult
-from harness.options import CACHE_DIR_ENV, CALLGRIND_DIR_ENV
+from harness.options import CACHE_DIR_ENV, CACHE_SIM_ENV, CALLGRIND_DIR_ENV
 from harness.workers.zygote import parked_threads, pid_text
 
 if TYPE_CHECKING:
@@ -81,10 +83,13 @@ class CallgrindCounter(InstructionCounter):
     name = "callgrind"
     exact = True
 
-    def __init__(self, out_dir: str | None = None) -> None:
+    def __init__(self, out_dir: str | None = None, cache_sim: bool = False) -> None:
         # In the harness process the counter owns a private directory for
         # its workers' dumps and logs; in a worker it is handed the path.
         self._dir: Path | None = Path(out_dir) if out_dir else None
+        # Its workers simulate the caches (``counters.cache``): their dumps carry data accesses and misses.
+        self.cache_sim = cache_sim
+        self._flush: bytearray | None = None  # read before each count of a simulation (``_counted_run``)
         self._owned: DumpDir | None = None
         self._lock = threading.Lock()
 
@@ -129,6 +134,7 @@ class CallgrindCounter(InstructionCounter):
             # switched on mid-stack, callgrind's recursion depth is arbitrary
             # and would split one function's count between two names.
             "--separate-recs=1",
+            *(cache_flags() if self.cache_sim else ()),
             f"--callgrind-out-file={d}/callgrind.out.%p",
             # One log per process (workers and the children they fork), so a
             # crash report carries exactly that process's valgrind messages.
@@ -142,6 +148,8 @@ class CallgrindCounter(InstructionCounter):
 
         d = self.out_dir()
         env = {**super().worker_env(), CALLGRIND_DIR_ENV: str(d)}
+        if self.cache_sim:
+            env[CACHE_SIM_ENV] = "1"
         if (d / CACHE_LINK).is_symlink():
             env[CACHE_DIR_ENV] = str(d / CACHE_LINK)
         return env
@@ -242,6 +250,9 @@ class CallgrindCounter(InstructionCounter):
         """``repeats`` counts of ``sampler``; ``collect(pid)`` gathers what each counting process dumped."""
         C, _ = self._in_worker()
         out: list[Any] = []
+        if self.cache_sim and self._flush is None:
+            # Allocated before any fork: every counting child flushes through the same addresses.
+            self._flush = bytearray(2 * LL_BYTES)
         try:
             with CollectorOff():
                 if _fork_is_safe():
@@ -258,7 +269,7 @@ class CallgrindCounter(InstructionCounter):
                         run = fresh_code(sampler)
                         warm_up(run, number)
                         C.region_end()
-                        _counted_run(C, run, number, clocked)
+                        _counted_run(C, run, number, clocked, self._flush)
                         out.extend(collect(os.getpid()))
         finally:
             C.region_end()
@@ -317,7 +328,7 @@ class CallgrindCounter(InstructionCounter):
         try:
             err = os.open(self._dir / _stderr_name(os.getpid()), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             os.dup2(err, 2)
-            _counted_run(C, sampler, number, clocked)
+            _counted_run(C, sampler, number, clocked, self._flush)
         except BaseException as exc:  # noqa: BLE001 - reported to the parent
             code = 1
             text = f"{type(exc).__name__}: {exc}\n{''.join(traceback.format_exception(exc))}"
@@ -417,8 +428,15 @@ def _setarch_works(setarch: str) -> bool:
         return False
 
 
-def _counted_run(C: Any, sampler: Sampler, number: int, clocked: bool) -> None:
-    """One measurement: counts zeroed, the region run, its profile dumped."""
+def _counted_run(C: Any, sampler: Sampler, number: int, clocked: bool, flush: bytearray | None = None) -> None:
+    """One measurement: counts zeroed, the region run, its profile dumped.
+
+    ``flush`` (a cache simulation): read whole first, twice the last level's size, so every count
+    starts from the same simulated caches. Without it a repeat started from the caches its parent
+    left while forking the one before, and repeats of one statement differed by a few misses.
+    """
+    if flush is not None:
+        flush.find(1)  # memchr over the buffer (all zeros): every line read, nothing allocated
     C.zero_stats()
     if clocked:
         sampler(number)  # the block's own clock reads are the region markers

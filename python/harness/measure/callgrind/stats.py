@@ -180,6 +180,10 @@ class CallgrindStats:
     stmt_inclusive_stats: FunctionCounts
     stmt_exclusive_stats: FunctionCounts
     stmt_callgrind_out: str | None
+    # With ``cache_sim=True`` (harness only): every cache figure (``counters.cache.FIGURES``) of the
+    # ``number_per_run`` runs, the statement's and its baseline's (None: no simulation, or no baseline).
+    stmt_cache: dict[str, int] | None = None
+    baseline_cache: dict[str, int] | None = None
 
     def __repr__(self) -> str:
         base = self.baseline_exclusive_stats
@@ -228,6 +232,14 @@ class CallgrindStats:
         delta = self.stmt_exclusive_stats - self.baseline_exclusive_stats
         return (delta.denoise(every_python=True) if denoise else delta).sum()
 
+    def own_cache(self) -> dict[str, int] | None:
+        """The statement's own cache figures (harness only, with ``cache_sim=True``): the baseline's subtracted,
+        as ``own_counts(denoise=False)`` subtracts its instructions. None without a cache simulation."""
+        if self.stmt_cache is None:
+            return None
+        base = self.baseline_cache or {}
+        return {name: value - base.get(name, 0) for name, value in self.stmt_cache.items()}
+
     def delta(self, other: CallgrindStats, inclusive: bool = False) -> FunctionCounts:
         """Per-function difference ``self - other``: where the instructions went."""
         return self.stats(inclusive=inclusive) - other.stats(inclusive=inclusive)
@@ -263,6 +275,8 @@ class CallgrindStats:
             stmt_inclusive_stats=strip(self.stmt_inclusive_stats),
             stmt_exclusive_stats=strip(self.stmt_exclusive_stats),
             stmt_callgrind_out=None,  # names no longer match the file
+            stmt_cache=self.stmt_cache,
+            baseline_cache=self.baseline_cache,
         )
 
 
