@@ -41,9 +41,23 @@ def _type_checking_block(node: ast.AST) -> bool:
     )
 
 
+def _deepest_known(name: str, known: dict[str, Path]) -> str | None:
+    parts = name.split(".")
+    for n in range(len(parts), 0, -1):
+        if ".".join(parts[:n]) in known:
+            return ".".join(parts[:n])
+    return None
+
+
 def imports_of(name: str, path: Path, known: dict[str, Path]) -> set[str]:
     """Modules of harness that ``name`` imports anywhere (inside functions too), but for
-    ``if TYPE_CHECKING:`` blocks and its own parent packages."""
+    ``if TYPE_CHECKING:`` blocks.
+
+    ``from P import m`` imports the module ``P.m`` where there is one; a name that is
+    not a module comes from ``P``'s ``__init__``, so ``from harness import __version__``
+    imports the package face ``harness`` (the top floor), while ``from harness import
+    _version`` imports ``harness._version``.
+    """
     package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
     found: set[str] = set()
     stack = list(ast.parse(path.read_text()).body)
@@ -57,12 +71,13 @@ def imports_of(name: str, path: Path, known: dict[str, Path]) -> set[str]:
             if node.level:
                 parts = package.split(".")
                 base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
-            targets = [base] + [f"{base}.{a.name}" for a in node.names]
+            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names]
         elif not _type_checking_block(node):
             stack.extend(ast.iter_child_nodes(node))
         for target in targets:
-            if target in known and target != name and not name.startswith(target + "."):
-                found.add(target)
+            module = _deepest_known(target, known)
+            if module is not None and module != name:
+                found.add(module)
     return found
 
 
@@ -128,41 +143,118 @@ def test_the_cycle_check_finds_a_lazy_cycle(tmp_path):
     assert cycles(edges) == [["harness.a", "harness.b"]]
 
 
-LAYERS = [
-    {"harness.errors", "harness.options", "harness.core", "harness._version", "harness.files"},
-    {"harness.model"},
-    {"harness.workers"},
-    {"harness.measure"},
-    {"harness.define"},
-    {"harness.kinds"},
-    {"harness.records"},
-    {"harness.history"},
-    {"harness.cluster"},
-    {"harness.run"},
-    {"harness.bench"},
-    {"harness.present", "harness.cli", "harness.pytest_plugin"},
-    {"harness.suites"},
-]
+ARCHITECTURE = REPO / "docs" / "architecture.md"
 
 
-def layer_of(name: str) -> int:
-    for i, layer in enumerate(LAYERS):
-        if any(name == top or name.startswith(top + ".") for top in layer):
+def _table_after(heading: str, text: str) -> list[list[str]]:
+    """The rows (cells) of the first table after the markdown heading that starts with ``heading``."""
+    lines = text.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("#") and line.lstrip("#").strip().startswith(heading))
+    rows: list[list[str]] = []
+    for line in lines[at + 1 :]:
+        if line.startswith("#"):
+            break
+        if line.startswith("|"):
+            rows.append([cell.strip() for cell in line.strip().strip("|").split("|")])
+        elif rows:
+            break
+    return [row for row in rows[2:]]  # less the header and its |---| line
+
+
+def _names(cell: str, package: str) -> set[str]:
+    """The modules and packages a cell names in backticks (``files/``, ``kinds``, ``__init__``), as dotted
+    names under ``package``: ``cli`` is the module ``cli.py`` or the package ``cli/`` alike."""
+    out = set()
+    for name in re.findall(r"`([^`]+)`", cell):
+        name = name.removesuffix("/").removesuffix(".py").replace("/", ".")
+        out.add(package if name == "__init__" else f"{package}.{name}")
+    return out
+
+
+def floors(text: str | None = None) -> dict[str, list[set[str]]]:
+    """The floors of docs/architecture.md, lowest first: the package's (its "Layers" table, whose first
+    column names each floor's modules and folders) and those declared inside a folder (its "Floors inside a
+    folder" table: a folder, then its floors lowest first, separated by ``<-``)."""
+    text = ARCHITECTURE.read_text() if text is None else text
+    out = {"harness": [_names(row[0], "harness") for row in _table_after("Layers", text)]}
+    for row in _table_after("Floors inside a folder", text):
+        (folder,) = _names(row[0], "harness")
+        out[folder] = [_names(cell, folder) for cell in row[1].split("<-")]
+    return out
+
+
+def _within(name: str, top: str) -> bool:
+    return name == top or name.startswith(top + ".")
+
+
+def floor_of(name: str, scope: str, levels: list[set[str]]) -> int | None:
+    """Which of ``scope``'s floors ``name`` is on; None for a module the scope's floors do not name."""
+    for i, level in enumerate(levels):
+        if any(_within(name, top) for top in level):
             return i
-    raise AssertionError(f"{name} belongs to no layer of docs/architecture.md")
+    return None
 
 
-def test_imports_run_down_the_layers():
-    """Each module imports only from its own layer or the layers below (docs/architecture.md)."""
+def _label(level: set[str], scope: str) -> str:
+    return ", ".join(sorted("__init__" if n == scope else n.removeprefix(scope + ".") for n in level))
+
+
+def against_the_floors(edges: dict[str, set[str]], declared: dict[str, list[set[str]]]) -> list[str]:
+    """Every import (an edge ``module -> imported``) from a lower floor to a higher one, in the package's
+    floors or in those of a folder holding both modules; and every module on no floor of the package."""
+    found = []
+    for name, targets in sorted(edges.items()):
+        for scope, levels in declared.items():
+            if not _within(name, scope):
+                continue
+            here = floor_of(name, scope, levels)
+            if here is None and scope == "harness":
+                found.append(f"{name} is on no floor of docs/architecture.md's Layers table")
+            for target in sorted(targets):
+                there = floor_of(target, scope, levels) if _within(target, scope) else None
+                if here is not None and there is not None and there > here:
+                    found.append(f"{name} (floor {here + 1} of {scope}: {_label(levels[here], scope)}) imports "
+                                 f"{target} (floor {there + 1}: {_label(levels[there], scope)})")
+    return found
+
+
+def import_edges() -> dict[str, set[str]]:
     known = modules()
-    upward = []
-    for name, path in known.items():
-        if name in ("harness", "harness.__main__"):
-            continue  # the public API and `python -m harness` sit above everything
-        for target in imports_of(name, path, known):
-            if target != "harness" and layer_of(target) > layer_of(name):
-                upward.append(f"{name} -> {target}")
-    assert not upward
+    return {name: imports_of(name, path, known) for name, path in known.items()}
+
+
+def test_imports_run_down_the_floors():
+    """Each module imports only from its own floor or the floors below (docs/architecture.md), lazy
+    imports and imports of the package face ``harness`` included."""
+    upward = against_the_floors(import_edges(), floors())
+    assert not upward, "imports against the floors of docs/architecture.md:\n" + "\n".join(upward)
+
+
+def test_the_floor_check_finds_an_upward_import(tmp_path):
+    """The checker itself: a lazy import of the package face from the bottom floor is found, as is one
+    from the lower floor of a folder to its higher one."""
+    text = """## Layers\n\n| floor | what |\n|---|---|\n| `errors` | |\n| `measure/` | |\n| `__init__` | |\n
+### Floors inside a folder\n\n| folder | floors |\n|---|---|\n| `measure/` | `counters/` <- `callgrind/` |\n"""
+    files = {
+        "harness": "from harness.errors import E\n",
+        "harness.errors": "def f():\n    from harness import __version__\n",
+        "harness.measure": "",
+        "harness.measure.counters": "",
+        "harness.measure.counters.base": "from harness.measure.callgrind import counter\n",
+        "harness.measure.callgrind": "",
+        "harness.measure.callgrind.counter": "from harness.measure.counters.base import B\n",
+    }
+    known = {}
+    for name, source in files.items():
+        path = tmp_path / f"{name}.py"
+        path.write_text(source)
+        known[name] = path
+    edges = {name: imports_of(name, path, known) for name, path in known.items()}
+    assert against_the_floors(edges, floors(text)) == [
+        "harness.errors (floor 1 of harness: errors) imports harness (floor 3: __init__)",
+        "harness.measure.counters.base (floor 1 of harness.measure: counters) imports "
+        "harness.measure.callgrind.counter (floor 2: callgrind)",
+    ]
 
 
 def test_architecture_names_every_module():

@@ -56,7 +56,7 @@ from harness.define.discovery import load_suite
 from harness.define.selection import is_extended, matches
 from harness.files.atomic import atomic_open
 from harness.files.lock import locked
-from harness.measure.counters.choice import get_counter
+from harness.measure.counter_choice import get_counter
 from harness.model.result import TaskResult
 from harness.present.check import MODE_SEPARATOR, read_expected
 from harness.records.metrics import METRIC_COLUMNS, format_number

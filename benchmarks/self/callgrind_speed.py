@@ -44,7 +44,7 @@ import torch.utils.benchmark as tb
 import harness
 from harness.measure.callgrind.collect import shared_worker
 from harness.measure.callgrind.stats import FunctionCounts, is_noisy
-from harness.measure.counters.choice import get_counter
+from harness.measure.counter_choice import get_counter
 from harness.model.task import Task
 from harness.workers.pool import WorkerPool
 

@@ -17,7 +17,7 @@ arguments and prints), and what Python callers call. In order, it
    files of the kind's own layout), also when interrupted: what finished is
    kept.
 
-Progress goes to ``on_event`` as ``Event``s; nothing here prints. Ctrl-C (or
+Progress goes to ``on_event`` as ``Event``s (``model.events``); nothing here prints. Ctrl-C (or
 SIGTERM, turned into ``errors.Terminated`` by the CLI) raises
 ``RunInterrupted``, which carries the record of what finished.
 
@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,9 +39,10 @@ from harness.define.selection import with_mode, with_sides
 from harness.errors import Terminated, UsageError
 from harness.history import open_history, provenance
 from harness.measure.callgrind.layers import load_rules
+from harness.measure.counter_choice import get_counter
 from harness.measure.counters.base import InstructionCounter
 from harness.measure.counters.cache import record_geometry as cache_geometry
-from harness.measure.counters.choice import get_counter
+from harness.model.events import Event, OnEvent
 from harness.model.record import RunRecord
 from harness.model.result import TaskResult
 from harness.model.task import Task
@@ -50,29 +51,6 @@ from harness.records import environment, store
 from harness.records.noise import check_noise, warning_block
 from harness.run import shards
 from harness.run.executors import check_executor, check_in_process, execute, start_kept_workers_early
-
-
-@dataclasses.dataclass(frozen=True)
-class Event:
-    """Progress of a run. ``kind``: "status" (a preparation step), "warning", "start" (``total``
-    tasks about to run), "result" (``result``, the ``done``-th of ``total``), "written" (``path``;
-    ``message`` "run record" for the record itself, ``appended`` when it was added to runs already
-    in the file, ``note`` e.g. which run it replaced; else a file of the kind's own layout), "nodes"
-    (``nodes``: per node of a cluster, its tasks done and running, and under "(queued)" the tasks no
-    node has started yet)."""
-
-    kind: str
-    message: str = ""
-    result: TaskResult | None = None
-    done: int = 0
-    total: int = 0
-    path: str = ""
-    appended: bool = False
-    note: str = ""  # for "written": what else the reader should know (stored beside, run replaced)
-    nodes: Mapping[str, Mapping[str, int]] | None = None
-
-
-OnEvent = Callable[[Event], None]
 
 
 class RunInterrupted(KeyboardInterrupt):

@@ -97,9 +97,8 @@ def jit_build() -> ModuleType:
 
 def load() -> ModuleType:
     try:
-        from harness import _C  # type: ignore[attr-defined]
-
-        return _C
+        # By its full name: `from harness import _C` would import the package face, the top floor.
+        return importlib.import_module("harness._C")
     except ImportError:
         return jit_build()
 

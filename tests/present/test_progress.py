@@ -10,7 +10,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from harness.bench import Event
+from harness.model.events import Event
 from harness.model.result import TaskResult
 from harness.model.task import Task
 from harness.present.progress import RunProgress

@@ -35,8 +35,8 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from harness.measure.counter_choice import get_counter
 from harness.measure.counters.base import InstructionCounter
-from harness.measure.counters.choice import get_counter
 from harness.measure.counters.kept import open_counter_worker
 from harness.model.result import TaskResult
 from harness.model.task import Task

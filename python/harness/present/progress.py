@@ -1,6 +1,6 @@
 """Progress of a run: a spinner and a bar on a terminal, plain lines in a log.
 
-Renders ``bench.Event``s (it never measures). On a terminal, a spinner shows
+Renders a run's ``Event``s (``model.events``; it never measures). On a terminal, a spinner shows
 each preparation step ("status" events) and a bar the benchmarks; each step
 leaves one line with its elapsed time when it ends. When the output is not a
 terminal (CI logs, ``| tee``), nothing animates: one line per preparation
@@ -19,7 +19,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.status import Status
 
-from harness.bench import Event
+from harness.model.events import Event
 from harness.model.result import TaskResult
 from harness.present.table import format_value
 

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from harness import __version__
+from harness._version import __version__
 from harness.errors import UsageError
 
 

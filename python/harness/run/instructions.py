@@ -44,8 +44,8 @@ from harness.measure.callgrind.details import (
     profile_json,
 )
 from harness.measure.callgrind.globals import load_globals
+from harness.measure.counter_choice import worker_counter
 from harness.measure.counters.base import InstructionCounter
-from harness.measure.counters.choice import worker_counter
 from harness.measure.counters.profile import Profile
 from harness.measure.language import Language, parse_language
 from harness.measure.python_block import PythonBlock, check_scope

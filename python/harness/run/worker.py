@@ -128,8 +128,8 @@ def _warm_up_torch() -> None:
     to process, and reading it would leave the heap of each worker different.
     """
     from harness.core import native
+    from harness.measure.counter_choice import worker_counter
     from harness.measure.counters.base import warm_up
-    from harness.measure.counters.choice import worker_counter
     from harness.measure.python_block import PythonBlock
 
     C = native().callgrind

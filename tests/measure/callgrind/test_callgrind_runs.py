@@ -25,7 +25,7 @@ import harness
 from harness.errors import StatementError, UsageError
 from harness.measure.callgrind.collect import shared_worker
 from harness.measure.callgrind.details import PENDING
-from harness.measure.counters.choice import get_counter
+from harness.measure.counter_choice import get_counter
 from harness.model.task import Task
 from harness.workers.pool import WorkerPool
 from harness.workers.private_dir import FRESH_PREFIX
@@ -134,7 +134,7 @@ def test_count_in_a_worker_process(tmp_path: Path):
     counter = get_counter("callgrind")
     code = textwrap.dedent(
         """
-        from harness.measure.counters.choice import get_counter
+        from harness.measure.counter_choice import get_counter
         c = get_counter()
         small, large = (lambda: sum(range(1000))), (lambda: sum(range(10000)))
         c.count(small), c.count(large)  # warm-up: the first call also sets up allocator pools

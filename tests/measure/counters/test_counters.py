@@ -14,7 +14,7 @@ import pytest
 from harness.define.selection import with_mode
 from harness.errors import HarnessError, UsageError
 from harness.measure.callgrind.counter import CallgrindCounter
-from harness.measure.counters.choice import get_counter
+from harness.measure.counter_choice import get_counter
 from harness.measure.counters.perf import PerfCounter, perf_status
 from harness.model.task import Task
 
@@ -60,7 +60,7 @@ def test_unavailable_perf_is_a_clear_error_and_auto_falls_back(capsys):
         with pytest.raises(HarnessError, match="apt-get install valgrind"):
             get_counter("auto")
         return
-    import harness.measure.counters.choice as counters
+    import harness.measure.counter_choice as counters
 
     counters._told_fallback = False
     assert isinstance(get_counter("auto"), CallgrindCounter)

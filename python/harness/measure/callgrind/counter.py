@@ -159,6 +159,17 @@ class CallgrindCounter(InstructionCounter):
             return ""
         return valgrind_log(self._dir / f"valgrind.{pid}.log")
 
+    def kept_in(self, directory: Path | None) -> CallgrindCounter:
+        """Dumps and logs go to the kept worker's own directory; its key cannot contain that directory, which
+        comes from the key, so the key's stand-in points at a placeholder."""
+        if directory is None:
+            return CallgrindCounter(out_dir="/kept", cache_sim=self.cache_sim)
+        from harness.files.cache import link_to_root  # parent side only, as in out_dir()
+        from harness.workers.private_dir import CACHE_LINK, private_directory
+
+        link_to_root(private_directory(directory) / CACHE_LINK)
+        return CallgrindCounter(out_dir=str(directory), cache_sim=self.cache_sim)
+
     def close(self) -> None:
         if self._owned is not None:
             self._owned.remove()

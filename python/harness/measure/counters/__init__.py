@@ -1,12 +1,13 @@
-"""Instruction counters: the interface every counter implements, the hardware counter, the choice.
+"""Instruction counters: the interface every counter implements, the Profile a count reports, the hardware counter.
 
 Lives here: ``base`` (InstructionCounter, warm-up and garbage-collector
-rules), ``profile`` (Profile: a count's per-function counts, below both
-counters), ``perf`` (the CPU's retired-instruction counter), ``choice``
-(``get_counter`` in the harness process, ``worker_counter`` in a worker),
-``kept`` (which kept worker a counter borrows). The callgrind counter lives
-with the rest of valgrind's code in ``measure.callgrind``.
-May import: ``harness.measure.callgrind``, ``harness.workers``,
+rules), ``profile`` (Profile: a count's per-function counts), ``perf`` (the
+CPU's retired-instruction counter), ``kept`` (which kept worker a counter
+borrows). The callgrind counter lives with the rest of valgrind's code in
+``measure.callgrind``, one floor up; the choice between the two counters in
+``measure.counter_choice``, above both.
+May import: ``harness.workers``, ``harness.model``, ``harness.files``,
 ``harness.core``, ``harness.errors``, ``harness.options``.
-Imported by: ``harness.run``, ``harness.bench``.
+Imported by: ``harness.measure`` (callgrind, the choice), ``harness.run``, ``harness.cluster``,
+``harness.bench``, ``harness.cli``.
 """

@@ -5,7 +5,7 @@ works (``worker_prefix()``, ``worker_env()``) and, inside that process,
 counts the instructions of a function (``count(fn)``) or of a sampler's runs
 (``measure``). The counters are ``measure.callgrind.counter.CallgrindCounter``
 (exact, slow) and ``measure.counters.perf.PerfCounter`` (the hardware counter:
-fast, approximate); ``measure.counters.choice`` picks one.
+fast, approximate); ``measure.counter_choice`` picks one.
 
 Determinism (the point of counting instructions), for every counter:
 - workers run with ``PYTHONHASHSEED=0`` (dict and set layouts, hence lookup
@@ -21,6 +21,7 @@ from __future__ import annotations
 import gc
 import types
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from harness.core import native
@@ -68,6 +69,11 @@ class InstructionCounter:
     def diagnostics(self, pid: int) -> str:
         """What the counter's tool said about worker ``pid`` (for failed tasks)."""
         return ""
+
+    def kept_in(self, directory: Path | None) -> InstructionCounter:
+        """This counter as the kept worker in ``directory`` runs it (``counters.kept``). None: the stand-in
+        whose prefix and environment key that worker, for a counter whose directory comes from the key."""
+        return self
 
     def finish(self, result: TaskResult) -> TaskResult:
         """A worker's answer completed in the process that receives it (the worker pool's ``finish``)."""

@@ -5,19 +5,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from pathlib import Path
 
-from harness.files.cache import configured_root, link_to_root
-from harness.measure.callgrind.counter import CallgrindCounter
-from harness.measure.callgrind.logs import valgrind_log
+from harness.files.cache import configured_root
 from harness.measure.counters.base import InstructionCounter
 from harness.workers.kept import KeptWorker, fingerprint_parts, key_of, summary
-from harness.workers.private_dir import CACHE_LINK, private_directory, worker_dir
+from harness.workers.private_dir import worker_dir
 from harness.workers.process import own_environment
-
-
-def _valgrind_diagnostics(directory: Path, pid: int) -> str:
-    return valgrind_log(directory / f"valgrind.{pid}.log")
 
 
 def open_counter_worker(
@@ -29,25 +22,19 @@ def open_counter_worker(
     another client holds it.
     """
     environment = own_environment()
-    # A callgrind worker's directory comes from its key, so the key cannot contain it: key on a
-    # counter pointed at a placeholder, then point the counter at the key's directory.
-    keyed = CallgrindCounter(out_dir="/kept") if isinstance(counter, CallgrindCounter) else counter
+    keyed = counter.kept_in(None)
     parts = fingerprint_parts(keyed.worker_prefix(), {**environment, **keyed.worker_env()}, slot)
     # The worker reaches the cache through a link (``files.cache.link_to_root``): its environment
     # no longer names the cache, its key must.
     parts["cache"] = str(configured_root()[0])
     directory = worker_dir(key_of(parts))
-    diagnostics = None
-    if isinstance(counter, CallgrindCounter):
-        link_to_root(private_directory(directory) / CACHE_LINK)
-        counter = CallgrindCounter(out_dir=str(directory))
-        diagnostics = _valgrind_diagnostics
+    kept = counter.kept_in(directory)
     # The worker starts as a run's own would (``worker_env`` adds this environment, less what is
     # volatile): given the whole environment again, it got the shell's bookkeeping back and lost
     # harness from its PYTHONPATH, and counted differently from a run's own worker.
     return KeptWorker.open(
-        counter.worker_prefix(), counter.worker_env(), idle_timeout, start_timeout, directory, diagnostics,
-        summary(parts),
+        kept.worker_prefix(), kept.worker_env(), idle_timeout, start_timeout, directory,
+        lambda _directory, pid: kept.diagnostics(pid), summary(parts),
     )
 
 

@@ -46,7 +46,7 @@ def run_compile_time_task(task: Task, min_run_time: float) -> TaskResult:
         if case.region == "import":
             raise HarnessError(f"{case.name()}: an import-time case is measured in a child interpreter, "
                                "so it has wall time only")
-        from harness.measure.counters.choice import worker_counter
+        from harness.measure.counter_choice import worker_counter
 
         counter = worker_counter()
         callgrind = counter.name == "callgrind"
