@@ -37,7 +37,9 @@ from typing import Any
 from harness import kinds
 from harness.define.selection import with_mode, with_sides
 from harness.errors import Terminated, UsageError
+from harness.files.oserrors import owned
 from harness.history import open_history, provenance
+from harness.measure.callgrind.flame import with_flame
 from harness.measure.callgrind.layers import load_rules
 from harness.measure.counter_choice import get_counter
 from harness.measure.counters.base import InstructionCounter
@@ -171,10 +173,16 @@ def run_tasks(tasks: Sequence[Task], options: RunOptions | None = None, on_event
                                     for label, python in options.sides.items()}
     if options.layers:
         tasks = with_layers(tasks, options.layers_rules)
+    if options.flame or options.keep_profiles:
+        tasks = with_flame(tasks, options.flame, options.keep_profiles)
+        if options.keep_profiles:  # a directory that cannot be made fails now, not after the counts
+            with owned(options.keep_profiles, "keep profiles in it", "give --keep-profiles a directory you can write"):
+                Path(options.keep_profiles).mkdir(parents=True, exist_ok=True)
     counter: InstructionCounter | None = None
     if any(t.mode == "instructions" for t in tasks):
-        # Only callgrind sees functions, so layers choose it over the hardware counter.
-        counter = get_counter("callgrind" if options.layers and options.counter == "auto" else options.counter,  # fails here, before anything runs, when it cannot count
+        # Only callgrind sees functions, so layers and call trees choose it over the hardware counter.
+        wants_callgrind = (options.layers or options.flame or options.keep_profiles) and options.counter == "auto"
+        counter = get_counter("callgrind" if wants_callgrind else options.counter,  # fails here, before anything runs, when it cannot count
                               cache_sim=options.cache_sim)
         if options.cache_sim:
             run.environment["cache_sim"] = cache_geometry()  # the one geometry every count of the run simulated

@@ -254,6 +254,10 @@ class RunOptions:
     pythons: tuple[str, ...] = ()
     layers: bool = False
     layers_rules: str | None = None
+    # ``--flame``: keep each count's call tree for the report's flame graphs (measure.callgrind.flame).
+    flame: bool = False
+    # ``--keep-profiles DIR``: write each count's callgrind.out and speedscope JSON into DIR (None: not kept).
+    keep_profiles: str | None = None
     cache_sim: bool = False  # ``--cache-sim``: callgrind simulates the caches (``measure.counters.cache``)
     shard: tuple[int, int] | None = None
     durations: str | None = None
@@ -282,6 +286,9 @@ class RunOptions:
             raise UsageError("--cache-sim is callgrind's cache simulation; use --counter callgrind (or auto)")
         if self.cache_sim and self.executor != "local":
             raise UsageError("--cache-sim counts on this machine only for now: drop --executor ray")
+        if (self.flame or self.keep_profiles) and self.counter == "perf":
+            raise UsageError(f"{'--flame' if self.flame else '--keep-profiles'} needs callgrind's call graph; "
+                             "use --counter callgrind (or auto)")
         if self.layers_rules is not None and not self.layers:
             raise UsageError("--layers-rules is used only with --layers")
         if self.shard is not None:

@@ -87,6 +87,16 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--explain-layers", action="store_true",
         help="also list the largest functions of each layer and the rule that claimed each (implies --layers)",
     )
+    bench.add_argument(
+        "--flame", action="store_true",
+        help="with --mode instructions: keep each count's call tree in the record, for the flame graphs of "
+        "`report` (a differential one against an earlier run); counts with callgrind",
+    )
+    bench.add_argument(
+        "--keep-profiles", metavar="DIR",
+        help="with --mode instructions: write each count's callgrind.out (for KCachegrind/QCachegrind) and "
+        "its call tree as speedscope JSON (speedscope.app) into DIR; counts with callgrind",
+    )
 
     bench.add_argument(
         "--shard", metavar="K/N",
@@ -130,6 +140,7 @@ def run(args: argparse.Namespace) -> int:
         counter=args.counter, keep_worker=args.keep_worker, in_process=args.in_process, output=args.output,
         pythons=tuple(args.pythons),
         layers=bool(args.layers or args.layers_rules or args.explain_layers), layers_rules=args.layers_rules,
+        flame=args.flame, keep_profiles=args.keep_profiles,
         shard=parse_shard(args.shard) if args.shard else None, durations=args.durations,
         executor=args.executor, address=args.address, history=args.history, label=args.label,
     )

@@ -43,6 +43,7 @@ from harness.measure.callgrind.details import (
     profile_from_json,
     profile_json,
 )
+from harness.measure.callgrind.flame import PARAMS as FLAME_PARAMS
 from harness.measure.callgrind.globals import load_globals
 from harness.measure.counter_choice import worker_counter
 from harness.measure.counters.base import InstructionCounter
@@ -254,14 +255,16 @@ def counted_request(task: Task, min_run_time: float, kind: dict[str, Any] | None
     name only (their runners may read anything).
     """
     if task.kind != "timer" or task.mode != "instructions":
-        return request_line(dataclasses.replace(task, suite="", name=""), min_run_time, kind)
+        # The flame graph's and kept profiles' parameters are read where the count is finished, not here.
+        params = {key: value for key, value in task.params.items() if key not in FLAME_PARAMS}
+        return request_line(dataclasses.replace(task, suite="", name="", params=params), min_run_time, kind)
     p = task.params
     work = {key: (default if p.get(key) is None else p[key]) for key, default in _WORK_DEFAULTS.items()}
     if work["setup"] == "pass":
         work["setup"] = ""
     work["language"] = "python" if parse_language(work["language"]) is Language.PYTHON else "cpp"
     work["baseline"] = _flag(p, "baseline") and work["language"] == "python"  # C++ has none
-    rest = {key: p[key] for key in sorted(p) if key not in _WORK_DEFAULTS and key not in _NOT_WORK}
+    rest = {key: p[key] for key in sorted(p) if key not in _WORK_DEFAULTS and key not in _NOT_WORK + FLAME_PARAMS}
     return request_line(dataclasses.replace(task, suite="", name="", params={**work, **rest}), 0.0, kind)
 
 
