@@ -21,14 +21,17 @@ from __future__ import annotations
 import collections
 import json
 import os
+import statistics
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
+from harness.measure.callgrind.flame import flame_details, wants_tree
 from harness.measure.callgrind.layers import layer_counts, load_rules
-from harness.measure.callgrind.profile import parse_text, total_from_text
+from harness.measure.callgrind.profile import parse_text, totals_from_text
 from harness.measure.callgrind.stats import is_noisy, standardize_symbol
+from harness.measure.counters.cache import FIGURES, GEOMETRY, figures, is_cache_sim, per_function_cycles
 from harness.measure.counters.profile import Profile
 from harness.model.result import TaskResult
 
@@ -37,11 +40,21 @@ PENDING = "pending_details"  # the extra field of an unfinished result: {"dumps"
 
 
 def profile_json(p: Profile) -> dict[str, Any]:
-    return {"total": p.total, "exclusive": p.exclusive, "inclusive": p.inclusive, "out": p.source}
+    data = {"total": p.total, "exclusive": p.exclusive, "inclusive": p.inclusive, "out": p.source}
+    if is_cache_sim(p.events):  # a cache simulation's other events; an Ir-only profile's JSON is as it was
+        data.update(events=p.events, totals=p.totals, exclusive_events=p.exclusive_events,
+                    inclusive_events=p.inclusive_events)
+    if p.calls:  # the call graph: a baseline's, for a flame graph to subtract it path by path
+        data.update(functions=p.functions, calls=p.calls)
+    return data
 
 
 def profile_from_json(data: dict[str, Any]) -> Profile:
-    return Profile(total=data["total"], exclusive=data["exclusive"], inclusive=data["inclusive"])
+    return Profile(total=data["total"], exclusive=data["exclusive"], inclusive=data["inclusive"],
+                   events=data.get("events") or ["Ir"], totals=data.get("totals") or {"Ir": data["total"]},
+                   exclusive_events=data.get("exclusive_events") or {},
+                   inclusive_events=data.get("inclusive_events") or {},
+                   functions=data.get("functions") or {}, calls=data.get("calls") or {})
 
 
 def top_symbols(stmt: Profile, baseline: Profile | None, number: int, n: int = TOP_SYMBOLS) -> dict[str, float]:
@@ -71,6 +84,8 @@ def count_details(stmt: list[Profile], baseline: Profile | None, number: int, de
     """The extra fields made from parsed profiles: ``symbols``, ``layers`` and ``layer_symbols``, ``callgrind``."""
     extra: dict[str, Any] = {}
     base_total = baseline.total if baseline is not None else 0
+    if stmt and is_cache_sim(stmt[0].events):
+        extra.update(cache_details(stmt, baseline, number, layers))
     if detail != "total" and stmt and stmt[0].exclusive:
         extra["symbols"] = top_symbols(stmt[0], baseline, number)
     if layers is not None and stmt and stmt[0].exclusive:
@@ -85,6 +100,25 @@ def count_details(stmt: list[Profile], baseline: Profile | None, number: int, de
             "stmt": [profile_json(s) for s in stmt],
             "baseline": profile_json(baseline) if baseline is not None else None,
         }
+    return extra
+
+
+def cache_details(stmt: list[Profile], baseline: Profile | None, number: int, layers: str | None) -> dict[str, Any]:
+    """A cache simulation's figures: ``cache`` (every figure per run, baseline subtracted, the median over
+    the repeats), ``cache_geometry``, and with layers ``cycles_layers`` (estimated cycles of ``number``
+    runs per layer, adding up to ``cache["estimated_cycles"] * number``)."""
+    base = figures(baseline.totals) if baseline is not None else {}
+    per_repeat = [figures(s.totals) for s in stmt]
+    cache = {name: statistics.median((f[name] - base.get(name, 0)) / number for f in per_repeat) for name in FIGURES}
+    extra: dict[str, Any] = {"cache": cache, "cache_geometry": GEOMETRY}
+    first = stmt[0]
+    if layers is not None and first.exclusive_events:
+        stmt_cycles = per_function_cycles({e: first.exclusive_of(e) for e in first.events})
+        base_cycles = (per_function_cycles({e: baseline.exclusive_of(e) for e in baseline.events})
+                       if baseline is not None else None)
+        layering = layer_counts(stmt_cycles, base_cycles, number=number, rules=load_rules(layers or None),
+                                total=int(per_repeat[0]["estimated_cycles"] - base.get("estimated_cycles", 0)))
+        extra["cycles_layers"] = layering.counts
     return extra
 
 
@@ -108,7 +142,9 @@ def finish(result: TaskResult) -> TaskResult:
     try:
         texts = [Path(path).read_text(encoding="utf-8", errors="replace") for path in paths]
         detail, layers = work["detail"], work.get("layers")
-        stmt = [profile_of(text, wants_details(detail, layers), bool(work.get("keep_text"))) for text in texts]
+        tree = wants_tree(result.task.params)  # the run's own task: the counting child never saw these
+        stmt = [profile_of(text, wants_details(detail, layers) or (tree and i == 0), bool(work.get("keep_text")))
+                for i, text in enumerate(texts)]
         baseline = _baseline(work)
         number = result.number_per_run or 1
         base_total = baseline.total if baseline is not None else 0
@@ -116,6 +152,8 @@ def finish(result: TaskResult) -> TaskResult:
         result.extra["totals"] = [s.total for s in stmt]
         result.extra["baseline"] = base_total / number if baseline is not None else None
         result.extra.update(count_details(stmt, baseline, number, detail, layers))
+        if tree and stmt:
+            result.extra.update(flame_details(result.task, stmt[0], baseline, number, texts[0]))
     except HarnessError as exc:  # a dump callgrind cut short, a layers file with a mistake
         return _failed(result, str(exc))
     except OSError as exc:  # the worker's directory went (the worker ended, or it was cleaned)
@@ -129,7 +167,11 @@ def finish(result: TaskResult) -> TaskResult:
 
 def profile_of(text: str, parse: bool, keep_text: bool) -> Profile:
     """A dump's profile: parsed per function, or only its total (cheap); with its text when kept."""
-    profile = parse_text(text) if parse else Profile(total=total_from_text(text), exclusive={}, inclusive={})
+    if parse:
+        profile = parse_text(text)
+    else:
+        totals = totals_from_text(text)
+        profile = Profile(total=totals["Ir"], exclusive={}, inclusive={}, events=list(totals), totals=totals)
     if keep_text:
         profile.source = text
     return profile

@@ -53,18 +53,28 @@ class CallgrindFormatError(HarnessError):
 
 def total_from_text(text: str) -> int:
     """Just the total instruction count of a dump (cheap: no per-function work)."""
+    return totals_from_text(text)["Ir"]
+
+
+def totals_from_text(text: str) -> dict[str, int]:
+    """The dump's total of each event it recorded, {event: total} in its order (cheap: no per-function work)."""
     events = re.search(r"^events:[ \t]*(.*)$", text, re.M)
     if events is None:
         raise CallgrindFormatError("callgrind output has no 'events:' line")
-    index = _ir_index(events.group(1).split())
+    names = events.group(1).split()
+    _ir_index(names)
     for key in ("totals", "summary"):
         # "totals:" is the file's last line: found from the end, not by a scan of the whole dump.
         at = text.rfind(f"\n{key}:")
         if at >= 0:
             end = text.find("\n", at + 1)
-            values = text[at + len(key) + 2 : end if end >= 0 else len(text)].split()
-            return int(values[index]) if index < len(values) else 0
-    return parse_text(text).total
+            return _event_values(names, text[at + len(key) + 2 : end if end >= 0 else len(text)].split())
+    return parse_text(text).totals
+
+
+def _event_values(names: list[str], values: list[str]) -> dict[str, int]:
+    """{event: value} of a totals line; events it leaves out (trailing zeros) are 0."""
+    return {name: int(values[i]) if i < len(values) else 0 for i, name in enumerate(names)}
 
 
 def _ir_index(events: list[str]) -> int:
@@ -92,15 +102,17 @@ def parse_text(text: str) -> Profile:
     lines = text.splitlines()
     npos = 1
     ir = 0
-    summary: int | None = None
-    totals: int | None = None
+    names: list[str] = ["Ir"]
+    summary: dict[str, int] | None = None
+    totals: dict[str, int] | None = None
     trigger = ""
     body_start = len(lines)
     for i, line in enumerate(lines):
         if line.startswith("positions:"):
             npos = len(line.split()[1:]) or 1
         elif line.startswith("events:"):
-            ir = _ir_index(line.split()[1:])
+            names = line.split()[1:]
+            ir = _ir_index(names)
             body_start = i + 1
             break
         elif line.startswith("desc: Trigger:"):
@@ -108,6 +120,20 @@ def parse_text(text: str) -> Profile:
     else:
         raise CallgrindFormatError("no 'events:' line: not callgrind output")
     cost_at = npos + ir
+    nev = len(names)
+    # Every event's cost per function, only for a dump with more than instructions (a cache simulation).
+    many = nev > 1
+    self_vec: dict[str, list[int]] = {}
+    incl_vec: dict[str, list[int]] = {}  # own costs + costs of calls made
+    called_vec: dict[str, list[int]] = {}  # costs of calls into it
+
+    def add(table: dict[str, list[int]], name: str, vec: list[int]) -> None:
+        into = table.get(name)
+        if into is None:
+            table[name] = list(vec)
+        else:
+            for i, v in enumerate(vec):
+                into[i] += v
 
     tables: dict[str, dict[str, str]] = {"fl": {}, "fn": {}, "ob": {}}
 
@@ -128,6 +154,14 @@ def parse_text(text: str) -> Profile:
     incl_own: defaultdict[str, int] = defaultdict(int)  # own cost + costs of calls made
     called_cost: defaultdict[str, int] = defaultdict(int)  # costs of calls into it
     object_of: dict[str, str] = {}
+    # The call graph per function as a whole, not per inlined file (``Profile.functions``/``calls``),
+    # keyed (object, function) and named at the end by the file of the function's own fn= line.
+    fn_own: defaultdict[tuple[str, str], int] = defaultdict(int)
+    fn_calls: defaultdict[tuple[str, str], defaultdict[tuple[str, str], int]] = defaultdict(lambda: defaultdict(int))
+    home: dict[tuple[str, str], str] = {}  # the fl= file of a function's own fn= line
+    named: dict[tuple[str, str], str] = {}  # the file a caller's cfi= gave it (a function never entered)
+    fn_key = callee_key = ("", "")
+    fl_file = call_obj = ""
     cur_obj = cur_file = cur_fn = cfile = ""
     cur_name = ":"
     callee: str | None = None
@@ -140,31 +174,44 @@ def parse_text(text: str) -> Profile:
         if c.isdigit() or c in "+-*":
             parts = line.split()
             cost = int(parts[cost_at]) if len(parts) > cost_at else 0
+            vec: list[int] = []  # every event's cost (a dump of more than Ir), in ``names`` order
+            if many:
+                vec = [int(v) for v in parts[npos : npos + nev]]
+                vec.extend([0] * (nev - len(vec)))  # trailing zero costs may be left out
+                add(incl_vec, cur_name, vec)
             if in_call:
                 in_call = False
                 assert callee is not None
                 called_cost[callee] += cost
                 incl_own[cur_name] += cost
+                fn_calls[fn_key][callee_key] += cost
+                if many:
+                    add(called_vec, callee, vec)
             else:
                 self_cost[cur_name] += cost
                 incl_own[cur_name] += cost
+                fn_own[fn_key] += cost
+                if many:
+                    add(self_vec, cur_name, vec)
             continue
         if c == "#":
             continue
         key, sep, value = line.partition("=")
         if not sep:
             if line.startswith("summary:"):
-                summary = _first_ir(line, ir)
+                summary = _event_values(names, line.split(":", 1)[1].split())
             elif line.startswith("totals:"):
-                totals = _first_ir(line, ir)
+                totals = _event_values(names, line.split(":", 1)[1].split())
             continue
         if key == "fn":
             cur_fn = name_of(key, value)
             cur_name = f"{cur_file}:{cur_fn}"
             object_of[cur_name] = cur_obj
             self_cost.setdefault(cur_name, 0)
+            fn_key = (cur_obj, cur_fn)
+            home.setdefault(fn_key, fl_file)
         elif key == "fl":
-            cur_file = name_of(key, value)
+            cur_file = fl_file = name_of(key, value)
         elif key in ("fi", "fe"):
             cur_file = name_of(key, value)
             cur_name = f"{cur_file}:{cur_fn}"
@@ -173,8 +220,13 @@ def parse_text(text: str) -> Profile:
         elif key in ("cfi", "cfl"):
             cfile = name_of(key, value)
         elif key == "cfn":
-            callee = f"{cfile or cur_file}:{name_of(key, value)}"
-            cfile = ""
+            called = name_of(key, value)
+            callee = f"{cfile or cur_file}:{called}"
+            callee_key = (call_obj or cur_obj, called)
+            named.setdefault(callee_key, cfile or fl_file)
+            cfile = call_obj = ""
+        elif key == "cob":
+            call_obj = name_of(key, value)
         elif key == "calls":
             in_call = True
         elif key in _TABLE:  # cob, jfi, jfn: only their name definitions matter
@@ -189,10 +241,25 @@ def parse_text(text: str) -> Profile:
     inclusive_raw = dict(incl_own)
     inclusive_raw.update(called_cost)
     inclusive = {label(n): c for n, c in inclusive_raw.items() if c}
-    total = totals if totals is not None else summary if summary is not None else sum(exclusive.values())
-    return Profile(total=total, exclusive=exclusive, inclusive=inclusive, trigger=trigger)
+    found = totals if totals is not None else summary
+    if found is None:  # neither line: the sum of the functions' own costs
+        found = {name: sum(vec[i] for vec in self_vec.values()) for i, name in enumerate(names)}
+        found["Ir"] = sum(exclusive.values())
+    exclusive_events: dict[str, dict[str, int]] = {}
+    inclusive_events: dict[str, dict[str, int]] = {}
+    if many:
+        incl_all = dict(incl_vec)
+        incl_all.update(called_vec)
+        for i, name in enumerate(names):
+            if name != "Ir":
+                exclusive_events[name] = {label(n): v[i] for n, v in self_vec.items() if v[i]}
+                inclusive_events[name] = {label(n): v[i] for n, v in incl_all.items() if v[i]}
+    def fn_label(key: tuple[str, str]) -> str:
+        name = f"{home.get(key, named.get(key, ''))}:{key[1]}"
+        return f"{name} [{key[0]}]" if key[0] else name
 
-
-def _first_ir(line: str, ir: int) -> int:
-    values = line.split(":", 1)[1].split()
-    return int(values[ir]) if ir < len(values) else 0
+    functions = {fn_label(k): c for k, c in fn_own.items() if c}
+    calls = {fn_label(k): {fn_label(c): n for c, n in out.items() if n} for k, out in fn_calls.items()}
+    return Profile(total=found["Ir"], exclusive=exclusive, inclusive=inclusive, trigger=trigger, events=names,
+                   totals=found, exclusive_events=exclusive_events, inclusive_events=inclusive_events,
+                   functions=functions, calls={k: out for k, out in calls.items() if out})
