@@ -39,7 +39,8 @@ def test_report_sections(cli, tmp_path: Path):
     page = out.read_text()
     for anchor in ("runs", "dispatch", "compile-time", "kernels", "history", "results"):
         assert f'id="{anchor}"' in page
-    assert "Sections not shown" not in page
+    # Every section has data but the flame graphs (no run was counted with bench --flame).
+    assert re.findall(r"<li>([^:<]*):", page.split("Sections not shown", 1)[1].split("</ul>", 1)[0]) == ["Flame graphs"]
     assert page.count("<svg") >= 6  # dispatch, compile time, 2 gpt-fast metrics, 3 history plots
     # Self-contained: nothing is fetched when the page is opened.
     assert not re.search(r"<(link|img|iframe)\b", page)
@@ -182,3 +183,29 @@ def test_render_check_detects_script_errors(tmp_path: Path):
     dom = _chromium(tmp_path, broken, "--dump-dom")
     assert "Uncaught" in dom.stderr
     assert 'data-ready="1"' not in dom.stdout
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Chromium not installed (bash scripts/setup.sh --test installs it)")
+def test_flame_graphs_render_in_headless_chromium(tmp_path: Path):
+    # The call tree of the real dump in tests/data, as bench --flame keeps it; two runs: a graph and a differential.
+    from harness.measure.callgrind.call_tree import call_tree, to_json
+    from harness.measure.callgrind.profile import parse_text
+    from synthetic_runs import instructions
+
+    dump = parse_text((Path(__file__).resolve().parents[1] / "data" / "callgrind.out.fixture").read_text())
+    result = instructions("callgrind", "fixture", [dump.total / 10])
+    result.number_per_run = 10
+    result.extra["flame"] = to_json(call_tree(dump), lambda f: "interpreter", number=10)
+    run = RunRecord({"start_time": "2026-01-01T00:00:00"}, [result])
+    report = tmp_path / "flame.html"
+    report.write_text(build_report([("a.json", run), ("b.json", run)]))
+    dom = _chromium(tmp_path, report, "--dump-dom", "--window-size=1200,900")
+    assert dom.returncode == 0 and "Uncaught" not in dom.stderr, dom.stderr[-2000:]
+    assert re.search(r'id="flame-status" data-ready="1">2 flame graph\(s\)<', dom.stdout)
+    assert re.search(r'id="script-status" data-ready="1">interactive<', dom.stdout)
+    assert dom.stdout.count('data-drawn="1"') == 2 and dom.stdout.count('class="frame"') > 40
+    shot = tmp_path / "flame.png"
+    r = _chromium(tmp_path, report, f"--screenshot={shot}", "--window-size=1000,1400", "--hide-scrollbars")
+    assert r.returncode == 0 and shot.exists(), r.stderr[-2000:]
+    # The interpreter's colour (#8fb3e0 at the frames' opacity of 0.8 on white) fills the first graph's frames.
+    assert sum(1 for r, g, b in _pixels(shot) if abs(r - 165) + abs(g - 194) + abs(b - 230) < 12) > 5000
