@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import kinds
-from harness.define.selection import with_mode, with_sides
+from harness.define.selection import with_mode, with_phases, with_sides
 from harness.errors import Terminated, UsageError
 from harness.files.oserrors import owned
 from harness.history import open_history, provenance
@@ -173,6 +173,8 @@ def run_tasks(tasks: Sequence[Task], options: RunOptions | None = None, on_event
                                     for label, python in options.sides.items()}
     if options.layers:
         tasks = with_layers(tasks, options.layers_rules)
+    if options.phases:
+        tasks = with_phases(tasks)
     if options.flame or options.keep_profiles:
         tasks = with_flame(tasks, options.flame, options.keep_profiles)
         if options.keep_profiles:  # a directory that cannot be made fails now, not after the counts
@@ -180,8 +182,8 @@ def run_tasks(tasks: Sequence[Task], options: RunOptions | None = None, on_event
                 Path(options.keep_profiles).mkdir(parents=True, exist_ok=True)
     counter: InstructionCounter | None = None
     if any(t.mode == "instructions" for t in tasks):
-        # Only callgrind sees functions, so layers and call trees choose it over the hardware counter.
-        wants_callgrind = (options.layers or options.flame or options.keep_profiles) and options.counter == "auto"
+        # Only callgrind sees functions (and cuts a count at torch's phases), so layers, call trees and phases choose it.
+        wants_callgrind = (options.layers or options.flame or options.keep_profiles or options.phases) and options.counter == "auto"
         counter = get_counter("callgrind" if wants_callgrind else options.counter,  # fails here, before anything runs, when it cannot count
                               cache_sim=options.cache_sim)
         if options.cache_sim:

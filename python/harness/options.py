@@ -233,7 +233,9 @@ class RunOptions:
     count into PyTorch's layers (needs callgrind's per-function counts; "auto"
     then means callgrind) by the rules of ``layers_rules`` (a TOML file; None:
     the shipped rules). ``cache_sim``: count with callgrind's cache simulation at a fixed geometry
-    (``measure.counters.cache``: data accesses, misses, estimated cycles; "auto" then means callgrind). ``shard``: (K, N), run only the K-th of
+    (``measure.counters.cache``: data accesses, misses, estimated cycles; "auto" then means callgrind). ``phases``:
+    split each compile-time measurement by torch's compile phases (``model.phases``; instructions need
+    callgrind, "auto" then means callgrind). ``shard``: (K, N), run only the K-th of
     N balanced parts of the tasks (``run.shards``), balanced by the durations
     in the run record ``durations`` when given. ``executor``: "local" (this
     machine) or "ray" (``harness.cluster``: a local Ray of ``jobs`` CPUs started
@@ -254,6 +256,7 @@ class RunOptions:
     pythons: tuple[str, ...] = ()
     layers: bool = False
     layers_rules: str | None = None
+    phases: bool = False  # ``--phases``: compile-time cases measured per torch compile phase
     # ``--flame``: keep each count's call tree for the report's flame graphs (measure.callgrind.flame).
     flame: bool = False
     # ``--keep-profiles DIR``: write each count's callgrind.out and speedscope JSON into DIR (None: not kept).
@@ -288,6 +291,9 @@ class RunOptions:
             raise UsageError("--cache-sim counts on this machine only for now: drop --executor ray")
         if (self.flame or self.keep_profiles) and self.counter == "perf":
             raise UsageError(f"{'--flame' if self.flame else '--keep-profiles'} needs callgrind's call graph; "
+                             "use --counter callgrind (or auto)")
+        if self.phases and self.counter == "perf":
+            raise UsageError("--phases cuts instruction counts at torch's compile events with callgrind; "
                              "use --counter callgrind (or auto)")
         if self.layers_rules is not None and not self.layers:
             raise UsageError("--layers-rules is used only with --layers")

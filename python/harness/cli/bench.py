@@ -99,6 +99,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
 
     bench.add_argument(
+        "--phases", action="store_true",
+        help="compile-time cases: also split each measurement by torch's compile phases (dynamo_timed events: "
+        "entire_frame_compile, build_guards, compile_fx_inner, GraphLowering.run, ...) and print each case's "
+        "tree; the phases add up to the total exactly; instructions count with callgrind",
+    )
+
+    bench.add_argument(
         "--shard", metavar="K/N",
         help="run only the K-th of N balanced, deterministic parts of the selection (one per CI job); "
         "join the parts' records with `merge`",
@@ -140,6 +147,7 @@ def run(args: argparse.Namespace) -> int:
         counter=args.counter, keep_worker=args.keep_worker, in_process=args.in_process, output=args.output,
         pythons=tuple(args.pythons),
         layers=bool(args.layers or args.layers_rules or args.explain_layers), layers_rules=args.layers_rules,
+        phases=args.phases,
         flame=args.flame, keep_profiles=args.keep_profiles,
         shard=parse_shard(args.shard) if args.shard else None, durations=args.durations,
         executor=args.executor, address=args.address, history=args.history, label=args.label,
@@ -158,6 +166,11 @@ def run(args: argparse.Namespace) -> int:
         print_results(record.results, tables={s.name: s.table for s in suites if s.table})
     if options.layers:
         print_layers(record.results, output_console(), explain=args.explain_layers)
+    if options.phases:
+        from harness.present.phase_table import phase_tables
+
+        for table in phase_tables(record.results):
+            output_console().print(table)
     failed = [r for r in record.results if not r.ok]
     for r in failed:
         console.print(f"[red]FAILED[/red] {escape(r.task.full_name)}: {escape(r.error or '')}", highlight=False)

@@ -46,6 +46,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--layers", action="store_true",
         help="show each benchmark's change per PyTorch layer (both runs made with bench --layers)",
     )
+    compare.add_argument(
+        "--phases", action="store_true",
+        help="compile-time cases: name the torch compile phase that moved and show each phase's change "
+        "(both runs made with bench --phases)",
+    )
     compare.set_defaults(handler=run)
 
 
@@ -91,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
     comparison = compare_runs(records[0], records[1], thresholds)
     notes = environment_notes(records[0], records[1])
     print_comparison(comparison, console, symbols=args.symbols, top=args.top, notes=notes, sides=sides,
-                     layers=args.layers)
+                     layers=args.layers, phases=args.phases)
     if args.fail_on_regression is not None:
         bad = comparison.regressions(beyond=args.fail_on_regression / 100)
         broken = comparison.newly_failed()

@@ -47,6 +47,22 @@ def with_mode(tasks: list[Task], mode: str | None) -> list[Task]:
 
 
 
+# The kinds whose runner splits a measurement into torch's compile phases (``--phases``).
+PHASED_KINDS = ("compile_time",)
+
+
+def with_phases(tasks: list[Task]) -> list[Task]:
+    """``--phases``: every compile-time task also measures each phase of its compile (``params["phases"]``).
+
+    Other tasks run as they are; a selection with no compile-time task is refused (nothing would be split).
+    """
+    if not any(t.kind in PHASED_KINDS for t in tasks):
+        raise UsageError("--phases splits compile-time cases into torch's compile phases: select some "
+                         "(e.g. `bench compile_time -k CASE --phases`)")
+    return [dataclasses.replace(t, params={**t.params, "phases": True}) if t.kind in PHASED_KINDS else t
+            for t in tasks]
+
+
 def with_sides(tasks: list[Task], sides: Sequence[str]) -> list[Task]:
     """Each task once per side (``--python`` label), the sides alternating task by task.
 

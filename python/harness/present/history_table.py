@@ -20,9 +20,11 @@ from rich.text import Text
 from harness.history import query
 from harness.history.changes import Change
 from harness.history.database import History
+from harness.model.phases import phases_of
 from harness.model.result import TaskResult
 from harness.model.task import Task
 from harness.present.layer_table import layer_changes
+from harness.present.phase_table import moved_phases_text
 from harness.present.run_comparison import symbol_deltas
 from harness.present.table import format_value
 
@@ -107,6 +109,7 @@ class Why:
 
     layers: list[tuple[str, float, float]]
     symbols: list[tuple[str, float, float]]
+    phases: str = ""  # the torch compile phases whose own part moved most (results measured with --phases)
 
 
 def _result(benchmark: query.Benchmark, extra: dict, number: int) -> TaskResult:
@@ -122,8 +125,12 @@ def why(history: History, change: Change) -> Why:
     before, after = (_result(change.benchmark, *found[r.id]) for r in (change.before, change.after))
     layers = sorted(layer_changes(before, after), key=lambda t: -abs(t[2] - t[1]))
     symbols = sorted(symbol_deltas(before, after), key=lambda t: -abs(t[3]))
+    phases_before, phases_after = phases_of(before.extra), phases_of(after.extra)
+    phases = ""
+    if phases_before is not None and phases_after is not None and phases_before.unit == phases_after.unit:
+        phases = moved_phases_text(phases_before, phases_after)
     return Why([t for t in layers if t[2] != t[1]][:TOP_MOVED],
-               [(s, a, b) for s, a, b, d in symbols if d][:TOP_MOVED])
+               [(s, a, b) for s, a, b, d in symbols if d][:TOP_MOVED], phases)
 
 
 def _side(run: query.RunInfo) -> str:
@@ -148,6 +155,7 @@ def changes_table(history: History, changes: list[Change], title: str) -> Table:
         b = c.benchmark
         reason = why(history, c)
         moved = "; ".join(filter(None, [
+            f"phases: {reason.phases}" if reason.phases else "",
             f"layers: {_moved(reason.layers)}" if reason.layers else "",
             f"functions: {_moved(reason.symbols)}" if reason.symbols else "",
         ]))

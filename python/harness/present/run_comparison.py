@@ -19,10 +19,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from harness.model.phases import moved_phase, phases_of
 from harness.model.record import RunRecord
 from harness.model.result import TaskResult
 from harness.options import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, DEFAULT_NOISE_MARGIN
 from harness.present.layer_table import layer_change_table
+from harness.present.phase_table import change_text, phase_change_table
 from harness.present.table import format_value
 
 VERDICT_STYLE = {
@@ -283,6 +285,7 @@ def print_comparison(
     notes: Iterable[str] = (),
     sides: tuple[str, str] | None = None,
     layers: bool = False,
+    phases: bool = False,
 ) -> None:
     for note in notes:
         console.print(f"[yellow]note:[/yellow] {escape(note)}", highlight=False)
@@ -297,6 +300,30 @@ def print_comparison(
         _print_symbols(comparison, console, top)
     if layers:
         _print_layers(comparison, console)
+    if phases:
+        _print_phases(comparison, console)
+
+
+def _print_phases(comparison: Comparison, console: Console) -> None:
+    """Per benchmark with phases in both runs: the phase that moved, then the table of phase changes."""
+    shown = 0
+    for row in comparison.rows:
+        base, new = phases_of(row.base.extra), phases_of(row.new.extra)
+        if base is None or new is None or base.unit != new.unit:
+            continue
+        shown += 1
+        moved = moved_phase(base, new)
+        name = f"{row.suite}/{row.name}"
+        if moved is None:
+            console.print(f"{escape(name)}: no phase moved", highlight=False, soft_wrap=True)
+            continue
+        console.print(f"{escape(name)}: the phase that moved: {escape(change_text(moved, base.total, base.unit))}",
+                      highlight=False, soft_wrap=True)
+        console.print(phase_change_table(f"{name}: per torch compile phase", base, new))
+    if not shown:
+        console.print("no benchmark in both runs has phases; they come from bench compile_time --phases")
+
+
 
 
 def _print_layers(comparison: Comparison, console: Console) -> None:

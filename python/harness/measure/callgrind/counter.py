@@ -209,6 +209,13 @@ class CallgrindCounter(InstructionCounter):
         """Instructions ``fn()`` spends between the markers it calls itself
         (``marker_begin``, ``marker_end``; unbalanced or nested calls are
         harmless): for a region that starts and ends deep inside ``fn``."""
+        return sum(self.count_marked_dumps(fn))
+
+    def count_marked_dumps(self, fn: Callable[[], object], read: Callable[[str], Any] = total_from_text) -> list[Any]:
+        """As ``count_marked``, each dump in order, as ``read`` makes it of the dump's text (its total, or
+        ``parse_text``'s per-function Profile): ``fn`` may cut the region into intervals with dumps of its
+        own (``dump_stats``), each the cost since the last; the final dump (the rest of the region) is
+        last, and together they are the region's count exactly."""
         C, _ = self._in_worker()
         try:
             with CollectorOff():
@@ -219,7 +226,7 @@ class CallgrindCounter(InstructionCounter):
                 C.dump_stats("harness count")
         finally:
             C.stop_instrumentation()
-        return sum(total_from_text(text) for text in self._take(os.getpid()))
+        return [read(text) for text in self._take(os.getpid())]
 
     @staticmethod
     def marker_begin() -> None:

@@ -12,6 +12,12 @@ from harness.model.result import TaskResult
 from harness.model.task import Task
 from harness.suites.compile_time.benchmark import load_case
 from harness.suites.compile_time.collect import collect, reported_seconds, wall_seconds
+from harness.suites.compile_time.phases import (
+    PhasedMeasure,
+    callgrind_compile_phases,
+    callgrind_work_phases,
+    wall_phases,
+)
 from harness.suites.compile_time.region import (
     compile_counter,
     instructions_metric,
@@ -41,6 +47,7 @@ def valgrind_compatible_kernels() -> Iterator[None]:
 def run_compile_time_task(task: Task, min_run_time: float) -> TaskResult:
     """``min_run_time`` does not apply: a case runs its fixed number of iterations."""
     case = load_case(dict(task.params))
+    phased: bool | PhasedMeasure = bool(task.params.get("phases"))
     extra: dict[str, Any] = {"case": case.name(), "description": case.description()}
     if task.mode == "instructions":
         if case.region == "import":
@@ -60,6 +67,12 @@ def run_compile_time_task(task: Task, min_run_time: float) -> TaskResult:
         # about five warm iterations, and its count depends on what the worker
         # process ran before (imports, caches), so it could not be gated anyway.
         measure = (compile_counter if case.region == "compile" else work_counter)(counter, case.name())
+        if phased:
+            if not callgrind:
+                raise HarnessError(f"{case.name()}: --phases cuts the count at torch's compile events with "
+                                   "callgrind; use --counter callgrind")
+            phases_of = callgrind_compile_phases if case.region == "compile" else callgrind_work_phases
+            measure = phased = PhasedMeasure(phases_of(counter, case.name(), bool(task.params.get("functions"))))
         metric = instructions_metric(case.region)
         with valgrind_compatible_kernels() if callgrind else contextlib.nullcontext(), pytorch_settings():
             result = collect(case, measure, iterations, cold_measure=wall_seconds if callgrind else None)
@@ -73,8 +86,11 @@ def run_compile_time_task(task: Task, min_run_time: float) -> TaskResult:
             extra["metrics"][f"{metric}_cold"] = result.cold
     else:
         iterations = case.iterations
+        wall = wall_seconds
+        if phased and case.region != "import":
+            wall = phased = PhasedMeasure(wall_phases)
         with pytorch_settings():
-            result = collect(case, reported_seconds if case.region == "import" else wall_seconds, iterations)
+            result = collect(case, reported_seconds if case.region == "import" else wall, iterations)
         unit = "s"
         metric, scale = wall_metric(case.region)
         extra["metrics"] = {
@@ -83,4 +99,12 @@ def run_compile_time_task(task: Task, min_run_time: float) -> TaskResult:
             f"{metric}_cold": result.cold * scale,
         }
     extra.update(actual=result.min, cold=result.cold, iterations=iterations, calls=case.calls)
+    if isinstance(phased, PhasedMeasure):
+        # The phases of the iteration reported (the minimum), so they add up to its value.
+        phases, functions = phased.of_value(result.warm, result.min)
+        phases = phases.scaled(case.calls)
+        extra["phases"] = phases.to_json()
+        extra["metrics"].update(phases.metrics(metric))
+        if functions is not None:  # params["functions"]: the noise command compares them between repeats
+            extra["functions"] = functions
     return TaskResult(task=task, status="ok", unit=unit, samples=list(result.warm), extra=extra)

@@ -1,0 +1,198 @@
+"""Compile-time counts per torch compile phase (``bench --phases``), with real torch.compile under callgrind.
+
+One bench run counts two tiny real cases (one add and a sin, compiled with the
+``eager`` and the ``inductor`` backend) with phases, shared by the tests
+through a module fixture: about 1.5-2.5 minutes on a loaded 2-core machine.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from harness.model.phases import SEP, Phases, moved_phase, phase_changes, phase_metric, split_phase_metric
+
+SUITE = """
+import dataclasses
+
+import harness
+from harness.suites.compile_time import CompileTimeBenchmark
+from harness.suites.compile_time.benchmark import fresh_inductor_cache
+
+
+@dataclasses.dataclass(kw_only=True)
+class Tiny(CompileTimeBenchmark):
+    \"\"\"One add and a sin, compiled.\"\"\"
+
+    category: str = "tiny"
+    variant: str = "addsin"
+
+    def prepare_once(self):
+        import torch
+
+        self.x = torch.randn(8)
+
+    def work(self):
+        import torch
+
+        with fresh_inductor_cache():
+            torch.compile(lambda x: (x + 1).sin(), backend=self.backend)(self.x)
+
+
+suite = harness.Suite(default=False)
+suite.add(Tiny(backend="eager"))
+suite.add(Tiny(backend="inductor"))
+"""
+
+EAGER, INDUCTOR = "tiny_addsin_eager", "tiny_addsin_inductor"
+METRIC = "compile_time_instruction_count"
+needs_valgrind = pytest.mark.skipif(shutil.which("valgrind") is None, reason="needs valgrind (apt-get install valgrind)")
+
+
+@pytest.fixture(scope="module")
+def suite_root(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("phases") / "benchmarks"
+    (root / "tiny").mkdir(parents=True)
+    (root / "tiny" / "suite.py").write_text(textwrap.dedent(SUITE))
+    return root
+
+
+@pytest.fixture(scope="module")
+def counted(suite_root: Path):
+    from conftest import run_cli
+
+    out = suite_root.parent / "phases.json"
+    r = run_cli("bench", "tiny", "--path", str(suite_root), "--mode", "instructions", "--phases",
+                "--counter", "callgrind", "--jobs", "2", "--keep-worker", "0", "--output", str(out), timeout=1800)
+    assert r.returncode == 0, r.stdout + r.stderr
+    record = json.loads(out.read_text())
+    return out, r, {res["extra"]["case"]: res for res in record["results"]}
+
+
+def _phases(result: dict) -> Phases:
+    phases = Phases.from_json(result["extra"]["phases"])
+    assert phases is not None
+    return phases
+
+
+def _names(phases: Phases) -> set[str]:
+    return {name for path in phases.exclusive for name in path.split(SEP)} | set(phases.entered and
+                                                                                  {n for p in phases.entered
+                                                                                   for n in p.split(SEP)})
+
+
+@needs_valgrind
+def test_phases_add_up_to_the_total_exactly(counted):
+    _, _, results = counted
+    for case, result in results.items():
+        phases = _phases(result)
+        assert phases.unit == "instructions"
+        # Integers from callgrind's dumps: the sum is the total the gate sees, to the instruction.
+        assert sum(phases.exclusive.values()) == result["extra"]["actual"], case
+        assert all(v >= 0 for v in phases.exclusive.values())
+        assert phases.inclusive()["dynamo"] <= result["extra"]["actual"]
+        metrics = result["extra"]["metrics"]
+        assert metrics[METRIC] == result["extra"]["actual"]
+        assert metrics[phase_metric(METRIC, "dynamo/entire_frame_compile")] == phases.inclusive()[
+            "dynamo/entire_frame_compile"]
+
+
+@needs_valgrind
+def test_inductor_shows_dynamo_aot_and_inductor_phases_and_eager_none_of_aot_or_inductor(counted):
+    _, _, results = counted
+    inductor, eager = _names(_phases(results[INDUCTOR])), _names(_phases(results[EAGER]))
+    dynamo = {"entire_frame_compile", "build_guards", "bytecode_tracing"}
+    aot = {"create_aot_dispatcher_function", "aot_collect_metadata"}
+    lowering = {"inductor_compile", "GraphLowering.run", "Scheduler.__init__", "Scheduler.codegen",
+                "PythonWrapperCodegen.generate", "compile_file"}
+    assert dynamo <= inductor and aot <= inductor and lowering <= inductor
+    assert dynamo <= eager and not (aot | lowering) & eager
+    # The C++ compiler's work is in another process: marked on compile_file, not silently missing.
+    external = _phases(results[INDUCTOR]).external_inclusive()
+    assert any(path.endswith("compile_file") and seconds > 0 for path, seconds in external.items())
+
+
+@needs_valgrind
+def test_bench_prints_the_tree_per_case(counted):
+    _, r, results = counted
+    assert "by torch compile phase" in r.stdout
+    assert "inductor_compile (compile_fx_inner)" in r.stdout  # torch's event name and its key
+    total = results[INDUCTOR]["extra"]["actual"]
+    assert f"total {total:,.0f}" in r.stdout
+
+
+@needs_valgrind
+def test_compare_names_the_one_phase_that_moved(counted, tmp_path, cli):
+    out, _, _ = counted
+    base = json.loads(out.read_text())
+    new = copy.deepcopy(base)
+    result = next(res for res in new["results"] if res["extra"]["case"] == INDUCTOR)
+    phases = _phases(result)
+    path = next(p for p in phases.exclusive if p.endswith("GraphLowering.run"))
+    grown = phases.exclusive[path] * 0.5
+    phases.exclusive[path] += grown
+    total = result["extra"]["actual"] + grown
+    result["extra"].update(phases=phases.to_json(), actual=total)
+    result["extra"]["metrics"].update(phases.metrics(METRIC))
+    result["extra"]["metrics"][METRIC] = total
+    result["samples"] = [total]
+    (tmp_path / "base.json").write_text(json.dumps(base))
+    (tmp_path / "new.json").write_text(json.dumps(new))
+    r = cli("compare", str(tmp_path / "base.json"), str(tmp_path / "new.json"), "--phases")
+    assert r.returncode == 0, r.stdout + r.stderr
+    line = next(line for line in r.stdout.splitlines() if INDUCTOR in line and "the phase that moved" in line)
+    assert path in line and f"{grown:+,.0f}" in line
+    assert any(EAGER in line and "no phase moved" in line for line in r.stdout.splitlines())
+
+    # check gates a phase like a total: the phase's row passes on the same run and fails on the grown one.
+    expected = tmp_path / "expected.csv"
+    gated = phase_metric(METRIC, path)
+    value = _phases(next(res for res in base["results"] if res["extra"]["case"] == INDUCTOR)).inclusive()[path]
+    expected.write_text(f"name,metric,expected,noise_margin\n{INDUCTOR},{gated},{value:.0f},0.015\n")
+    assert cli("check", str(tmp_path / "base.json"), "--expected", str(expected)).returncode == 0
+    r = cli("check", str(tmp_path / "new.json"), "--expected", str(expected))
+    assert r.returncode == 1 and "REGRESSION" in r.stdout
+
+
+def test_a_phase_tree_sums_nests_and_names_what_moved():
+    before = Phases("instructions", {"a": 10, "a/b": 5, "a/b/c": 1, "a/d": 3, "other": 2})
+    assert before.total == 21
+    assert before.inclusive() == {"a": 19, "a/b": 6, "a/b/c": 1, "a/d": 3, "other": 2}
+    assert [path for _, path, _ in before.tree()] == ["a", "a/b", "a/b/c", "a/d", "other"]
+    after = Phases("instructions", {**before.exclusive, "a/b/c": 4})
+    # Every ancestor of c moved by 3 too; the exclusive change names c.
+    assert moved_phase(before, after).path == "a/b/c"
+    assert phase_changes(before, after)[0].delta == 3
+    assert moved_phase(before, before) is None
+    assert split_phase_metric(phase_metric(METRIC, "a/b")) == (METRIC, "a/b")
+    assert split_phase_metric(METRIC) is None
+    assert Phases.from_json(before.to_json()) == before
+
+
+def test_wall_time_phases_add_up_to_the_measured_time(suite_root: Path):
+    """In this process, no valgrind: the eager case's wall task with phases."""
+    import dataclasses
+
+    from harness.define.discovery import load_suite
+    from harness.run.dispatch import run_task
+
+    task = next(t for t in load_suite("tiny", suite_root / "tiny" / "suite.py").tasks()
+                if t.mode == "wall" and t.name.startswith(EAGER))
+    result = run_task(dataclasses.replace(task, params={**task.params, "phases": True}))
+    assert result.ok, result.error
+    phases = Phases.from_json(result.extra["phases"])
+    assert phases is not None and phases.unit == "s"
+    # Nanosecond clock reads, the first and last of them the total's: equal but for float rounding.
+    assert phases.total == pytest.approx(result.extra["actual"], rel=1e-9, abs=1e-9)
+    assert {"entire_frame_compile", "build_guards"} <= _names(phases)
+    assert "compile_time_s:phase:dynamo/entire_frame_compile" in result.extra["metrics"]
+
+
+def test_phases_are_refused_where_nothing_would_be_split(cli):
+    r = cli("bench", "basic", "--only", "empty", "--phases")
+    assert r.returncode == 2 and "--phases splits compile-time cases" in r.stderr and "Traceback" not in r.stderr
