@@ -28,6 +28,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="rewrite FILE: rows that moved by more than a third of their margin take the new value, new rows are added",
     )
     check.add_argument(
+        "--propose", metavar="OUT",
+        help="write OUT: the expected file as it should be after this run (only rows beyond their margin "
+        "changed, improvements included, margins kept; new rows added), and OUT with .md: a markdown summary "
+        "of what moved and in which torch compile phases (results of bench --phases), also printed",
+    )
+    check.add_argument(
         "--metric", action="append", metavar="METRIC",
         help="judge this metric (repeatable; default: the metrics FILE has rows for)",
     )
@@ -45,6 +51,11 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.update and not args.expected:
         raise UsageError("--update rewrites the --expected file: name it with --expected FILE")
+    if args.propose and not args.expected:
+        raise UsageError("--propose writes the --expected file as it should be: name it with --expected FILE")
+    if args.propose and args.update:
+        raise UsageError("--propose writes a new file and leaves --expected as it is; --update rewrites it: "
+                         "give one of them")
     actual = check.read_results(args.results)
     from harness.present.table import output_console
 
@@ -66,6 +77,8 @@ def run(args: argparse.Namespace) -> int:
     print_verdicts(verdicts, console)
     refresh = check.refresh_command(args.results, args.expected, args.metric)
     counts = {v: sum(1 for x in verdicts if x.verdict == v) for v in (check.REGRESSION, check.MISSING, check.IMPROVED, check.NEW)}
+    if args.propose:
+        _propose(args, expected, actual, verdicts, console)
     if args.update:
         update = check.update_file(args.expected, actual, args.metric)  # re-read under the writers' lock
         console.print(
@@ -99,3 +112,19 @@ def run(args: argparse.Namespace) -> int:
             highlight=False, soft_wrap=True,
         )
     return 0
+
+
+def _propose(args: argparse.Namespace, expected, actual, verdicts, console) -> None:  # noqa: ANN001 - check's types
+    from harness.files.atomic import atomic_write_text
+    from harness.files.oserrors import owned
+    from harness.present.propose import markdown_path, proposed, summary
+
+    update, moved = proposed(expected, actual, args.metric)
+    text = summary(verdicts, moved, actual, args.expected, args.propose)
+    md = markdown_path(args.propose)
+    for path, content in ((args.propose, update.text), (md, text)):
+        with owned(path, "write the proposed expected file", "give --propose a path in a directory you can write"):
+            atomic_write_text(path, content)
+    console.print(text, highlight=False, markup=False, soft_wrap=True)
+    console.print(f"proposed {args.propose} ({len(update.changed)} row(s) changed, {len(update.added)} added) "
+                  f"and {md}; {args.expected} is unchanged", highlight=False, markup=False, soft_wrap=True)
