@@ -20,7 +20,7 @@ from typing import Any
 from harness.errors import UsageError
 from harness.files.atomic import atomic_open
 from harness.files.lock import locked
-from harness.files.oserrors import owned
+from harness.files.oserrors import owned, read_text, read_text_if_exists
 
 # The fix named when an output cannot be written: these files come from bench --output.
 OUTPUT_FIX = "it is as it was before; give --output a path in a directory you can write"
@@ -38,12 +38,6 @@ def _large_fields() -> Iterator[None]:
         yield
     finally:
         csv.field_size_limit(previous)
-
-
-def _read(path: Path) -> str:
-    # newline="" keeps line breaks inside quoted cells intact for the csv module.
-    with open(path, encoding="utf-8", newline="") as f:
-        return f.read()
 
 
 def _cells(row: Row, header: Sequence[str], path: Path) -> list[Any]:
@@ -65,13 +59,8 @@ def read_csv(path: str | os.PathLike[str], required: Sequence[str] = ()) -> tupl
     of cells raises UsageError naming the file and line.
     """
     p = Path(path)
-    try:
-        text = _read(p)
-    except FileNotFoundError:
-        raise UsageError(f"{p}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{p}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
-    return parse_csv(text, p, required)
+    # newline="" keeps line breaks inside quoted cells intact for the csv module.
+    return parse_csv(read_text(p, newline=""), p, required)
 
 
 def parse_csv(
@@ -109,13 +98,8 @@ def parse_csv(
 
 def _existing(path: Path, header: Sequence[str]) -> list[list[str]]:
     """Rows already in ``path`` (without its header), checking it has ``header``."""
-    try:
-        text = _read(path)
-    except FileNotFoundError:
-        return []
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{path}: cannot read it to append: {getattr(exc, 'strerror', None) or exc}") from None
-    if not text.strip():
+    text = read_text_if_exists(path, "read it to append", newline="")
+    if text is None or not text.strip():
         return []
     with _large_fields():
         try:

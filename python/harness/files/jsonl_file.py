@@ -12,19 +12,13 @@ from harness.errors import UsageError
 from harness.files.atomic import atomic_open
 from harness.files.csv_file import OUTPUT_FIX
 from harness.files.lock import locked
-from harness.files.oserrors import owned
+from harness.files.oserrors import owned, read_text, read_text_if_exists
 
 
 def read_jsonl(path: str | os.PathLike[str]) -> list[tuple[int, Any]]:
     """``(line number, value)`` for every non-blank line; bad JSON raises UsageError naming the line."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UsageError(f"{p}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{p}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
-    return parse_jsonl(text, p)
+    return parse_jsonl(read_text(p), p)
 
 
 def parse_jsonl(text: str, path: Path) -> list[tuple[int, Any]]:
@@ -51,12 +45,7 @@ def append_jsonl(path: str | os.PathLike[str], values: Iterable[Any]) -> None:
 
 
 def _append(p: Path, lines: list[str]) -> None:
-    try:
-        earlier = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        earlier = ""
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{p}: cannot read it to append: {getattr(exc, 'strerror', None) or exc}") from None
+    earlier = read_text_if_exists(p, "read it to append") or ""
     if earlier and not earlier.endswith("\n"):
         earlier += "\n"
     with atomic_open(p, "w", encoding="utf-8") as f:

@@ -13,6 +13,12 @@ the CLI prints it and exits 2 like any bad input, without a traceback.
 
 ``problem(exc, path)`` alone gives the words for a message of the caller's
 own (the kept workers' start, say).
+
+Reading a file the user named (a run record, a CSV, an expected-results
+file) fails the same way everywhere: ``read_text`` says ``PATH: no such
+file`` (or the caller's words for it) or ``PATH: cannot read: why``, and
+``read_text_if_exists`` gives None for a missing file (one about to be
+created or appended to).
 """
 
 from __future__ import annotations
@@ -167,3 +173,28 @@ def refuse_foreign(path: Path, what: str, fix: str | None = None) -> None:
     if owner is not None:
         words = f"it belongs to another user, {owner}, not to uid {os.geteuid()}"
         raise PathError(f"{path}: will not use it as {what}: {words}" + (f"; {fix}" if fix else ""), path, words)
+
+
+def read_text_if_exists(path: str | os.PathLike[str], doing: str = "read", newline: str | None = None) -> str | None:
+    """The UTF-8 text of ``path``, None when there is no such file; any other failure (permission, a
+    directory, bytes that are not UTF-8) is a UsageError ``PATH: cannot DOING: why``.
+
+    ``newline`` is ``open``'s: "" keeps line endings as they are (csv cells, a file rewritten line by line).
+    """
+    p = Path(path)
+    try:
+        with open(p, encoding="utf-8", newline=newline) as f:
+            return f.read()
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{p}: cannot {doing}: {getattr(exc, 'strerror', None) or exc}") from None
+
+
+def read_text(path: str | os.PathLike[str], doing: str = "read", missing: str = "no such file",
+              newline: str | None = None) -> str:
+    """``read_text_if_exists``, where a missing file is a UsageError ``PATH: MISSING``."""
+    text = read_text_if_exists(path, doing, newline)
+    if text is None:
+        raise UsageError(f"{Path(path)}: {missing}")
+    return text

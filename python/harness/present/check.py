@@ -30,7 +30,7 @@ from pathlib import Path
 from harness.errors import UsageError
 from harness.files.atomic import atomic_open
 from harness.files.lock import locked
-from harness.files.oserrors import owned
+from harness.files.oserrors import owned, read_text, read_text_if_exists
 from harness.records.formats.csv_format import COLUMNS as RECORD_COLUMNS
 from harness.records.metrics import METRIC_COLUMNS, format_number, metric_rows
 
@@ -123,17 +123,15 @@ def read_expected(path: str | Path, missing_ok: bool = False) -> ExpectedFile:
     ``missing_ok``: a file that does not exist reads as a header alone (``--update`` creates it).
     """
     p = Path(path)
-    try:
-        text = p.read_bytes().decode("utf-8")
-    except FileNotFoundError:
+    # newline="": the file's own line endings are kept, so --update leaves untouched lines as they were.
+    text = read_text_if_exists(p, newline="")
+    if text is None:
         if missing_ok:
             return ExpectedFile(path=p, header=list(EXPECTED_COLUMNS), lines=[",".join(EXPECTED_COLUMNS) + "\n"], rows={})
         raise UsageError(
             f"{p}: no such expected-results file; create it with "
             "`python -m harness check RESULTS --expected FILE --metric METRIC --update`"
-        ) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{p}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+        )
     lines = text.splitlines(keepends=True)
     header: list[str] | None = None
     rows: dict[Key, ExpectedRow] = {}
@@ -185,12 +183,8 @@ def read_expected(path: str | Path, missing_ok: bool = False) -> ExpectedFile:
 def read_results(path: str | Path) -> dict[Key, float]:
     """``(name, metric) -> value`` from a metric CSV (``name,metric,value``) or a run record (.json)."""
     p = Path(path)
-    try:
-        text = p.read_bytes().decode("utf-8")
-    except FileNotFoundError:
-        raise UsageError(f"{p}: no such results file; produce one with `python -m harness bench ... --output`") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{p}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    text = read_text(p, missing="no such results file; produce one with `python -m harness bench ... --output`",
+                     newline="")
     # Run records in any format go through the records' reader (and its version rules); the rest is a metric CSV.
     if p.suffix in (".json", ".jsonl") or text.lstrip().startswith("{") or text.startswith(",".join(RECORD_COLUMNS)):
         from harness.records.store import load

@@ -18,6 +18,7 @@ from typing import Any
 
 from harness.errors import UsageError
 from harness.files.csv_file import append_csv, parse_csv
+from harness.files.oserrors import read_text
 from harness.model.record import SCHEMA, VERSION, RunRecord, check_version, foreign
 from harness.model.result import TaskResult
 
@@ -69,13 +70,8 @@ def _cell_json(row: dict[str, str], column: str, where: str) -> Any:
 
 
 def read(path: Path) -> list[RunRecord]:
-    try:
-        with open(path, encoding="utf-8", newline="") as f:
-            text = f.read()
-    except FileNotFoundError:
-        raise UsageError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    # newline="" keeps line breaks inside quoted cells intact for the csv module.
+    text = read_text(path, newline="")
     with contextlib.suppress(csv.Error):
         header = next(csv.reader(io.StringIO(text, newline="")), None)
         if header is not None and any(c not in header for c in REQUIRED):

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from harness.errors import UsageError
 from harness.files.atomic import atomic_open
+from harness.files.oserrors import read_text
 from harness.model.record import SCHEMA, VERSION, RunRecord, check_version, foreign
 from harness.model.result import TaskResult
 
@@ -22,12 +23,7 @@ def write(record: RunRecord, path: Path) -> bool:
 
 
 def read(path: Path) -> list[RunRecord]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UsageError(f"{path}: no such run record") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{path}: cannot read run record: {getattr(exc, 'strerror', None) or exc}") from None
+    text = read_text(path, "read run record", missing="no such run record")
     if text.strip() and not text.lstrip().startswith("{"):
         raise foreign(f"{path}:1", " ".join(text.split()))
     try:

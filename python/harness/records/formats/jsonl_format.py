@@ -10,17 +10,13 @@ from pathlib import Path
 
 from harness.errors import UsageError
 from harness.files.jsonl_file import append_jsonl, parse_jsonl
+from harness.files.oserrors import read_text
 from harness.model.record import SCHEMA, VERSION, RunRecord, check_version
 from harness.model.result import TaskResult
 
 
 def read(path: Path) -> list[RunRecord]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UsageError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    text = read_text(path)
     lines = text.splitlines()
     first = next((i for i, line in enumerate(lines) if line.strip()), None)
     if first is not None:
