@@ -267,12 +267,98 @@ def test_architecture_names_every_module():
     assert not missing, f"docs/architecture.md does not name: {missing}"
 
 
-def test_every_subpackage_says_what_it_may_import():
-    for init in sorted(PACKAGE.rglob("__init__.py")):
-        if init.parent == PACKAGE:
-            continue
+HEADINGS = ("Lives here:", "May import:", "Imported by:")
+
+
+def _section(doc: str, heading: str) -> str:
+    """The text of a docstring's ``heading`` up to the next of HEADINGS (or the end)."""
+    at = doc.index(heading) + len(heading)
+    ends = [doc.index(h, at) for h in HEADINGS if h in doc[at:]]
+    return doc[at : min(ends, default=len(doc))]
+
+
+def _backticked(text: str) -> set[str]:
+    return {name.removesuffix("/").removesuffix(".py") for name in re.findall(r"`+([^`]+)`+", text)}
+
+
+def _unit(target: str, package: str) -> str:
+    """``target`` cut one level below what it shares with ``package``: the sibling folder or module a
+    package's docstring names (``harness.measure.cpp`` for ``harness.measure.cpp.build`` seen from
+    ``harness.measure.callgrind``, ``harness.files`` for ``harness.files.atomic``)."""
+    t, p = target.split("."), package.split(".")
+    shared = next((i for i, (a, b) in enumerate(zip(t, p, strict=False)) if a != b), min(len(t), len(p)))
+    return ".".join(t[: shared + 1])
+
+
+def contract_mismatches(edges: dict[str, set[str]], declared: dict[str, list[set[str]]], root: Path = PACKAGE
+                        ) -> list[str]:
+    """Where a package's ``__init__`` docstring and its code disagree: a module or folder of the package
+    its "Lives here:" does not name; a package of harness its modules import (lazily too) that its "May
+    import:" does not name; a name under "May import:" that is no part of harness or is on a higher floor."""
+    found = []
+    for init in sorted(root.rglob("__init__.py")):
+        if init.parent == root:
+            continue  # the package face: its docstring is the public API's
+        package = ".".join(("harness", *init.parent.relative_to(root).parts))
+        where = init.relative_to(root.parent)
         doc = ast.get_docstring(ast.parse(init.read_text())) or ""
-        assert re.search(r"\bMay import\b", doc) and re.search(r"\bImported by\b", doc), init
+        missing = [h for h in HEADINGS if h not in doc]
+        found += [f"{where}: no {h!r} line" for h in missing]
+        if missing:
+            continue
+        lives = _backticked(_section(doc, "Lives here:"))
+        children = sorted({p.stem for p in init.parent.glob("*.py") if p.name != "__init__.py"}
+                          | {p.parent.name for p in init.parent.glob("*/__init__.py")})
+        found += [f"{where}: 'Lives here:' does not name {child}" for child in children if child not in lives]
+        may = {name for name in _backticked(_section(doc, "May import:")) if name.startswith("harness")}
+        unnamed: dict[str, set[str]] = {}  # the package's import not named -> its modules that import it
+        for name, targets in edges.items():
+            for target in targets:
+                if _within(name, package) and not _within(target, package) and not any(_within(target, n) for n in may):
+                    unnamed.setdefault(_unit(target, package), set()).add(name.removeprefix(package + "."))
+        found += [f"{where}: 'May import:' does not name {unit} (imported by {', '.join(sorted(importers))})"
+                  for unit, importers in sorted(unnamed.items())]
+        for named in sorted(may):
+            if named not in edges:
+                found.append(f"{where}: 'May import:' names {named}, no module or package of harness")
+                continue
+            for scope, levels in declared.items():
+                here, there = floor_of(package, scope, levels), floor_of(named, scope, levels)
+                if _within(named, scope) and here is not None and there is not None and there > here:
+                    found.append(f"{where}: 'May import:' names {named}, on a higher floor of {scope}")
+    return found
+
+
+def test_every_package_says_what_lives_there_and_what_it_may_import():
+    """Each package's ``__init__`` docstring names its modules ("Lives here:") and every package of harness
+    they import ("May import:", none of them above it), and says what imports it ("Imported by:")."""
+    mismatches = contract_mismatches(import_edges(), floors())
+    assert not mismatches, "package docstrings that disagree with the code:\n" + "\n".join(mismatches)
+
+
+def test_the_contract_check_finds_each_kind_of_mismatch(tmp_path):
+    """The checker itself: a module "Lives here:" leaves out, an import "May import:" leaves out (a lazy
+    one), a name on a higher floor, a missing line."""
+    root = tmp_path / "harness"
+    (root / "model").mkdir(parents=True)
+    (root / "errors.py").write_text("")
+    (root / "bench.py").write_text("")
+    (root / "model" / "__init__.py").write_text(
+        '"""Lives here: ``task``.\nMay import: ``harness.bench``.\nImported by: everything."""\n')
+    (root / "model" / "task.py").write_text("")
+    (root / "model" / "result.py").write_text("def f():\n    from harness.errors import E\n")
+    (root / "records").mkdir()
+    (root / "records" / "__init__.py").write_text('"""Lives here: nothing.\nMay import: ``harness.model``."""\n')
+    known = {".".join(("harness", *p.relative_to(root).with_suffix("").parts)).removesuffix(".__init__"): p
+             for p in root.rglob("*.py")}
+    edges = {name: imports_of(name, path, known) for name, path in known.items()}
+    declared = {"harness": [{"harness.errors"}, {"harness.model"}, {"harness.records"}, {"harness.bench"}]}
+    assert contract_mismatches(edges, declared, root) == [
+        "harness/model/__init__.py: 'Lives here:' does not name result",
+        "harness/model/__init__.py: 'May import:' does not name harness.errors (imported by result)",
+        "harness/model/__init__.py: 'May import:' names harness.bench, on a higher floor of harness",
+        "harness/records/__init__.py: no 'Imported by:' line",
+    ]
 
 
 def test_public_api_still_imports_from_harness():

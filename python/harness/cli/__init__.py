@@ -8,7 +8,7 @@ work to the layers below; ``arguments`` (the arguments more than one
 command takes, written once). This ``__init__`` assembles the parser and
 holds ``main``: one message and a non-zero exit for bad input, Ctrl-C and
 SIGTERM ending a run as an interrupt.
-May import: ``harness.present``, ``harness.bench``, ``harness.history``,
+May import: ``harness.present``, ``harness.bench``, ``harness.run`` (``noise``: its repeats), ``harness.history``,
 ``harness.records``, ``harness.define``, ``harness.measure``,
 ``harness.workers``, ``harness.kinds``, ``harness.model``, ``harness.files``,
 ``harness.errors``, ``harness.options``, ``harness._version``.
@@ -88,4 +88,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
-

@@ -11,6 +11,7 @@ Named ``cluster``, not ``ray``, so it can never shadow the real ``ray``.
 Ray is imported only inside the functions that need it: ``import harness``
 and every run without ``--executor ray`` never load it.
 May import: ``harness.workers``, ``harness.records``, ``harness.kinds``,
-``harness.measure`` (the instruction counter), ``harness.model``, the foundation.
+``harness.measure`` (the instruction counter), ``harness.model``, and of the
+foundation ``harness.errors``, ``harness.options``.
 Imported by: ``harness.run.executors`` (only when the executor is "ray").
 """

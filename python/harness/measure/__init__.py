@@ -11,6 +11,6 @@ CallgrindStats, ``collect_callgrind``), ``counter_choice`` (which counter).
 Inside, ``counters/`` sits below ``callgrind/``, and ``counter_choice`` above
 both (docs/architecture.md, "Floors inside a folder").
 May import: ``harness.model``, ``harness.workers``, ``harness.files``,
-``harness.core``, ``harness.errors``, ``harness.options``.
+``harness.core``, ``harness.errors``, ``harness.options``, ``harness._version``.
 Imported by: ``harness.run``, ``harness.bench``, the public API.
 """

@@ -145,7 +145,7 @@ class _RemoteProcess:
 
 
 class KeptWorker:
-    """A client's hold on a kept worker: same interface as ``WorkerProcess``."""
+    """A client's hold on a kept worker: a ``workers.worker.Worker``, as ``WorkerProcess`` is (and ``KeepsItsLogs``)."""
 
     def __init__(
         self, directory: Path, lock_fd: int, sock: socket.socket, pid: int, server_pid: int,
@@ -218,7 +218,7 @@ class KeptWorker:
         """What the worker's tool logged about process ``pid`` (this worker or a child it forked)."""
         return self._diagnostics(self.directory, pid) if self._diagnostics is not None else ""
 
-    # -- the Worker interface ---------------------------------------------------
+    # -- workers.worker.Worker --------------------------------------------------
     def run(self, task: Task, min_run_time: float, timeout: float, kind: dict[str, Any] | None = None) -> TaskResult:
         self.take_stderr()
         try:
@@ -375,5 +375,3 @@ def _remove_stale_files(directory: Path) -> None:
         if p.name not in ("lock", CACHE_LINK):
             with contextlib.suppress(OSError):
                 p.unlink()
-
-

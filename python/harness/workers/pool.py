@@ -25,6 +25,7 @@ from harness.model.task import Task
 from harness.options import DEFAULT_TIMEOUT, WORKER_START_TIMEOUT
 from harness.workers.process import WorkerProcess
 from harness.workers.protocol import WorkerDied, WorkerStartFailed, with_stderr
+from harness.workers.worker import KeepsItsLogs, Worker
 
 
 class WorkerPool:
@@ -38,7 +39,7 @@ class WorkerPool:
         timeout: float | None = None,
         start_timeout: float = WORKER_START_TIMEOUT,
         diagnostics: Callable[[int], str] | None = None,
-        kept: Callable[[int], Any] | None = None,
+        kept: Callable[[int], Worker | None] | None = None,
         kinds: Mapping[str, dict[str, Any]] | None = None,
         pythons: Mapping[str, str] | None = None,
         finish: Callable[[TaskResult], TaskResult] | None = None,
@@ -62,11 +63,11 @@ class WorkerPool:
         self.kinds = dict(kinds or {})
         self.pythons = dict(pythons or {})
         self.finish = finish
-        self._workers: list[Any] = []
+        self._workers: list[Worker] = []
         self._lock = threading.Lock()
         self._stopping = threading.Event()
 
-    def _start_worker(self, slot: int = 0, fresh: bool = False, side: str = "") -> Any:
+    def _start_worker(self, slot: int = 0, fresh: bool = False, side: str = "") -> Worker:
         # A kept worker is keyed by this interpreter: another side's never is one.
         if self.kept is not None and not fresh and not side:
             worker = self.kept(slot)
@@ -76,22 +77,22 @@ class WorkerPool:
         return WorkerProcess(self.prefix, self.env, self.start_timeout, on_spawn=self._track,
                              python=self.pythons.get(side) if side else None)
 
-    def _track(self, worker: WorkerProcess) -> None:
+    def _track(self, worker: Worker) -> None:
         """Known to shutdown() from the moment it exists; one spawned while stopping is killed at once."""
         with self._lock:
             self._workers.append(worker)
         if self._stopping.is_set():
             raise KeyboardInterrupt
 
-    def _drop(self, worker: WorkerProcess) -> None:
+    def _drop(self, worker: Worker) -> None:
         worker.kill()
         with self._lock:
             if worker in self._workers:
                 self._workers.remove(worker)
 
-    def _notes(self, pid: int, worker: Any = None) -> str:
+    def _notes(self, pid: int, worker: Worker | None = None) -> str:
         # A kept worker's tool logs are in its own directory.
-        diagnostics = getattr(worker, "diagnostics", None) or self.diagnostics
+        diagnostics = worker.diagnostics if isinstance(worker, KeepsItsLogs) else self.diagnostics
         if diagnostics is None:
             return ""
         try:
@@ -102,7 +103,7 @@ class WorkerPool:
         tools = [Path(word).name for word in self.prefix if not Path(word).name.startswith("setarch")]
         return f"\n--- {tools[0] if tools else 'worker'} ---\n{notes}" if notes else ""
 
-    def _retire(self, worker: WorkerProcess) -> None:
+    def _retire(self, worker: Worker) -> None:
         worker.close()
         with self._lock:
             if worker in self._workers:
@@ -115,7 +116,9 @@ class WorkerPool:
             return self.timeout
         return task.params.get("timeout") or DEFAULT_TIMEOUT
 
-    def _run_one(self, worker: Any, task: Task, min_run_time: float, slot: int = 0) -> tuple[Any, TaskResult]:
+    def _run_one(
+        self, worker: Worker | None, task: Task, min_run_time: float, slot: int = 0
+    ) -> tuple[Worker | None, TaskResult]:
         try:
             if worker is None:
                 worker = self._start_worker(slot, fresh=bool(task.params.get("fresh_worker")), side=task.side)
@@ -141,7 +144,7 @@ class WorkerPool:
             return None, TaskResult(task=task, status="failed", error=message)
         return worker, self.finish(result) if self.finish is not None else result
 
-    def run_on(self, worker: Any, task: Task, min_run_time: float) -> tuple[Any, TaskResult]:
+    def run_on(self, worker: Worker | None, task: Task, min_run_time: float) -> tuple[Worker | None, TaskResult]:
         """One task on ``worker`` (None: start one), for callers that keep workers across runs
         (a Ray task): the worker to reuse (None when it was killed) and the result."""
         return self._run_one(worker, task, min_run_time)
@@ -161,7 +164,7 @@ class WorkerPool:
         done: queue.Queue[tuple[int, TaskResult] | BaseException] = queue.Queue()
 
         def slot(number: int) -> None:
-            workers: dict[str, Any] = {}  # side -> its worker
+            workers: dict[str, Worker] = {}  # side -> its worker
             try:
                 while not self._stopping.is_set():
                     try:

@@ -105,7 +105,7 @@ def worker_env(env: dict[str, str] | None = None) -> dict[str, str]:
 
 
 class WorkerProcess:
-    """One worker process and its pipes."""
+    """One worker process and its pipes: a ``workers.worker.Worker``."""
 
     def __init__(
         self,

@@ -8,8 +8,9 @@ the cache key), ``codegen`` (the translation units), ``include_set``
 statement modules, built once per toolchain), ``pch`` (a precompiled header
 per include set, built at set-up or in the background), ``diagnostics`` (compile
 errors mapped to the user's lines), ``log`` (the build log), ``build`` (the
-content-addressed cache and batched builds), ``block`` (CppBlock, the C++
-block a Timer times).
-May import: ``harness.files``, ``harness.errors``, ``harness.options``.
-Imported by: ``harness.measure.timer``, ``harness.run``.
+content-addressed cache and batched builds), ``ninja_build`` (statement
+modules built by ninja from cpp_extension's rules, without ``import torch``),
+``block`` (CppBlock, the C++ block a Timer times).
+May import: ``harness.files``, ``harness.core``, ``harness.errors``, ``harness.options``.
+Imported by: ``harness.measure.timer``, ``harness.measure.callgrind`` (``collect``), ``harness.run``.
 """

@@ -2,7 +2,10 @@
 ``read(path) -> runs`` (which refuses foreign and newer files), and ``ONE_RUN = True`` when saving
 replaces the file's run instead of adding one.
 
-May import: ``harness.model``, ``harness.files``, ``harness.errors``. Imported by ``records.store``.
+Lives here: ``json_format`` (``.json``), ``jsonl_format`` (``.jsonl``),
+``csv_format`` (``.csv``).
+May import: ``harness.model``, ``harness.files``, ``harness.errors``.
+Imported by: ``harness.records.store``.
 """
 
 from __future__ import annotations

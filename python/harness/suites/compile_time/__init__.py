@@ -5,7 +5,13 @@ Cases subclass ``CompileTimeBenchmark``; ``collect`` runs one; the suite in
 ``compile_time``, whose runner (``runner``) measures instructions and wall
 time, whose table (``table``), ``--output X.csv`` files (``output``) and
 report section (``report``) ``harness.kinds`` names.
-May import: every layer of harness below ``suites``.
+Lives here: ``benchmark``, ``cases``, ``pytorch_cases``,
+``pytorch_runtime_cases``, ``pytorch_modules``, ``modules``, ``import_time``,
+``region``, ``collect``, ``phases``, ``runner``, ``table``, ``output``,
+``report`` (docs/architecture.md says what each is).
+May import: every floor of harness below ``suites``; today ``harness.present``, ``harness.records``,
+``harness.define``, ``harness.measure``, ``harness.model``, ``harness.core``,
+``harness.errors``.
 Imported by: suite files (``benchmarks/compile_time/suite.py``, users' own
 cases); the kind registry by reference.
 """

@@ -4,7 +4,13 @@ Importing this package is cheap; the experiments (and torch) load with
 ``load_builtin_experiments()``, which the registry calls on first use. Tasks
 are of kind ``gpt_fast``: ``runner``, ``table``, ``output`` and ``report``
 are what ``harness.kinds`` names for it.
-May import: every layer of harness below ``suites``.
+Lives here: ``experiment``, ``definition``, ``context``, ``peaks``,
+``peak_check``, ``targets``, ``efficiency``, ``timing``, ``kernels``,
+``models``, ``decode``, ``runner``, ``table``, ``output``, ``report``
+(docs/architecture.md says what each is).
+May import: every floor of harness below ``suites``; today ``harness.present``, ``harness.records``,
+``harness.model``, ``harness.files``, ``harness.core``, ``harness.errors``,
+``harness.options``.
 Imported by: ``benchmarks/gpt_fast/suite.py``; the kind registry by reference.
 """
 
