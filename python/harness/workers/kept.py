@@ -189,27 +189,25 @@ class KeptWorker:
             return None
         try:
             path = directory / "sock"
-            for attempt in range(2):
-                connected = _connect(path, timeout=30.0)
-                if connected is not None:
-                    return cls(directory, lock_fd, *connected, False, diagnostics)
-                if attempt:
-                    break
-                if os.path.lexists(path):
-                    # A server that exits removes its socket: one left behind, or something else
-                    # under its name, is what a killed worker or a damaged directory leaves.
-                    print(f"harness: the kept worker in {directory} left a dead socket; starting a new one",
-                          file=sys.stderr)
-                if fingerprint is not None:
-                    stop_stale(fingerprint)  # replaced by this one: silently, before it takes memory
-                server = _start_server(prefix, env, directory, idle_timeout)
-                if fingerprint is not None:
-                    write_info(directory, server, idle_timeout, fingerprint)
-                connected = _wait_for_server(path, server, start_timeout)
-                if isinstance(connected, str):
-                    raise WorkerStartFailed(connected, server)
-                return cls(directory, lock_fd, *connected, True, diagnostics)
-            raise WorkerStartFailed(f"the kept worker in {directory} accepted no connection", -1)
+            connected = _connect(path, timeout=30.0)
+            if connected is not None:
+                return cls(directory, lock_fd, *connected, False, diagnostics)
+            # No second try at connecting: the lock keeps any other client from starting a worker
+            # here, and _wait_for_server retries the new one's socket until start_timeout.
+            if os.path.lexists(path):
+                # A server that exits removes its socket: one left behind, or something else
+                # under its name, is what a killed worker or a damaged directory leaves.
+                print(f"harness: the kept worker in {directory} left a dead socket; starting a new one",
+                      file=sys.stderr)
+            if fingerprint is not None:
+                stop_stale(fingerprint)  # replaced by this one: silently, before it takes memory
+            server = _start_server(prefix, env, directory, idle_timeout)
+            if fingerprint is not None:
+                write_info(directory, server, idle_timeout, fingerprint)
+            connected = _wait_for_server(path, server, start_timeout)
+            if isinstance(connected, str):
+                raise WorkerStartFailed(connected, server)
+            return cls(directory, lock_fd, *connected, True, diagnostics)
         except BaseException:
             os.close(lock_fd)
             raise
