@@ -2,9 +2,10 @@
 
 Utilisation is achieved FLOP/s over the peak, so it cannot exceed 1. When a
 kernel of this run did exceed a measured (or cached) peak, the peak was
-measured badly (on a busy machine, or by an older build): it is raised to
-the kernel's rate (peaks.raise_flops_peak, cache included), this run's
-utilisation rows are scored again against it, and the result says so. A
+measured badly (on a busy machine, or by an older build): it is measured
+again, or raised to the kernel's rate (peaks.restate_stale_peak, cache
+included), this run's utilisation rows are scored again against the new
+peak, and the result says so. A
 figure that is still impossible (a datasheet peak beaten) is withheld
 wherever figures are shown (``shown_value``).
 """
@@ -18,7 +19,7 @@ from typing import Any
 
 from harness.suites.gpt_fast import efficiency, targets
 from harness.suites.gpt_fast.experiment import Experiment, Row
-from harness.suites.gpt_fast.peaks import Peaks, raise_flops_peak
+from harness.suites.gpt_fast.peaks import Peaks, restate_stale_peak
 
 # A value of this metric is a share of the peak; above 1 it is no figure at all.
 WITHHELD = "over peak"
@@ -69,14 +70,16 @@ def rescore(row: Row, peaks: Peaks) -> Row:
     return dataclasses.replace(row, shapes=shapes, actual=math.fsum(values) / len(values), target=target)
 
 
-def check_against_peak(rows: Sequence[Row], peaks: Peaks) -> tuple[list[Row], Peaks, str | None]:
-    """(rows, peaks, note): unchanged with no note, or scored against the raised peak and the note saying so."""
+def check_against_peak(
+    rows: Sequence[Row], peaks: Peaks, min_run_time: float
+) -> tuple[list[Row], Peaks, str | None]:
+    """(rows, peaks, note): unchanged with no note, or scored against the new peak and the note saying so."""
     fastest = fastest_kernel(rows)
     if fastest is None or fastest[0] <= peaks.flops_per_s:
         return list(rows), peaks, None
-    raised = raise_flops_peak(peaks, fastest[0], by=fastest[1])
+    raised = restate_stale_peak(peaks, fastest[0], by=fastest[1], min_run_time=min_run_time)
     if raised is peaks:
         note = (f"{fastest[1]} ran at {fastest[0] / 1e9:,.1f} GFLOP/s, above the {peaks.source} peak of "
                 f"{peaks.flops_per_s / 1e9:,.1f} GFLOP/s ({peaks.detail}); its utilisation is withheld")
         return list(rows), peaks, note
-    return [rescore(r, raised) for r in rows], raised, f"peak {raised.detail}"
+    return [rescore(r, raised) for r in rows], raised, raised.detail

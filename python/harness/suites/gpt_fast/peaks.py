@@ -207,6 +207,24 @@ def describe_load(loads: list[dict[str, Any]]) -> str:
     return f"{busy_text}, load average {load:.2f} on {busiest.get('usable_cores')} core(s)"
 
 
+def _best_of(
+    device: str, sizes: MeasureSizes, min_run_time: float, tries: int, proc: Path
+) -> tuple[float, float, list[Load]]:
+    """(best FLOP/s, best bytes/s, the load sampled before each try) over ``tries`` measurements."""
+    flops = bandwidth = 0.0
+    loads: list[Load] = []
+    for _ in range(max(1, tries)):
+        loads.append(current_load(proc=proc))
+        f, b = measure(device, sizes, min_run_time)
+        flops, bandwidth = max(flops, f), max(bandwidth, b)
+    return flops, bandwidth, loads
+
+
+def _busy(loads: list[Load]) -> str | None:
+    """The first finding of the load signal over the tries, None where the machine was quiet throughout."""
+    return next((finding for load in loads for finding in load.findings), None)
+
+
 def measured_peaks(
     device: str,
     device_name: str,
@@ -226,22 +244,17 @@ def measured_peaks(
     data = _read_record(path)
     if data is not None and data["key"] == key:
         raised = data.get("raised")
-        how = f"raised {raised['at']} by {raised['by']}" if raised else describe_load(data.get("load") or [])
+        how = f"{raised.get('how', 'raised')} {raised['at']}" if raised else describe_load(data.get("load") or [])
         return Peaks(
             float(data["flops_per_s"]), float(data["bytes_per_s"]), "raised" if raised else "cached", device_name,
             f"measured {data['measured_at']} ({how}), cached in {path}", str(path),
         )
-    flops = bandwidth = 0.0
-    loads: list[Load] = []
-    for _ in range(max(1, tries)):
-        loads.append(current_load(proc=proc))
-        f, b = measure(device, sizes, min_run_time)
-        flops, bandwidth = max(flops, f), max(bandwidth, b)
-    busy = [finding for load in loads for finding in load.findings]
+    flops, bandwidth, loads = _best_of(device, sizes, min_run_time, tries, proc)
     detail = f"bf16 GEMM n={sizes.gemm_n}, copy of {sizes.copy_bytes} bytes, best of {len(loads)} tries"
+    busy = _busy(loads)
     if busy:
         return Peaks(flops, bandwidth, "measured", device_name,
-                     f"{detail}; not cached, the machine was busy ({busy[0]}): the next run measures again")
+                     f"{detail}; not cached, the machine was busy ({busy}): the next run measures again")
     record = {
         "key": key, "flops_per_s": flops, "bytes_per_s": bandwidth, "measured_at": _now(),
         "tries": len(loads), "load": [load.to_json() for load in loads],
@@ -250,27 +263,51 @@ def measured_peaks(
     return Peaks(flops, bandwidth, "measured", device_name, f"{detail}; cached in {path}", str(path))
 
 
-def raise_flops_peak(peaks: Peaks, observed_flops_per_s: float, by: str) -> Peaks:
-    """``peaks`` with its FLOP/s raised to ``observed_flops_per_s``, which a kernel (``by``) reached.
+def _gflops(flops_per_s: float) -> str:
+    return f"{flops_per_s / 1e9:,.1f} GFLOP/s"
 
-    A measured peak below what a kernel achieved was measured badly; its cache
-    entry (if any) is raised too, so later runs start from the new figure. A
-    datasheet peak is left as it is: a kernel cannot beat it, and the caller
-    withholds the impossible figure instead.
+
+def restate_stale_peak(
+    peaks: Peaks,
+    observed_flops_per_s: float,
+    by: str,
+    min_run_time: float = DEFAULT_MIN_RUN_TIME,
+    proc: Path = Path("/proc"),
+) -> Peaks:
+    """New peaks after a kernel (``by``) ran at ``observed_flops_per_s``, faster than ``peaks``: proof they are stale.
+
+    A cached peak is measured again (best of TRIES) and the cache replaced
+    with the better of that and the kernel's rate; where the machine is busy
+    now, the cached figure is only raised to the kernel's rate (a rate it
+    reached, so no guess). A peak that was never cached is raised for this
+    run. A datasheet peak is left as it is: a kernel cannot beat it, and the
+    caller withholds the impossible figure instead.
     """
     if peaks.source == "datasheet" or observed_flops_per_s <= peaks.flops_per_s:
         return peaks
     old = peaks.flops_per_s
-    note = (f"raised from {old / 1e9:,.1f} to {observed_flops_per_s / 1e9:,.1f} GFLOP/s: {by} ran at "
-            f"{observed_flops_per_s / 1e9:,.1f} GFLOP/s, faster than the peak ({peaks.detail})")
-    if peaks.cache_file:
-        path = Path(peaks.cache_file)
-        data = _read_record(path)
-        if data is not None:
-            data["flops_per_s"] = observed_flops_per_s
-            data["raised"] = {"from": old, "by": by, "at": _now()}
-            _write_record(path, data)
-    return dataclasses.replace(peaks, flops_per_s=observed_flops_per_s, source="raised", detail=note)
+    found = (f"peak stale: {by} ran at {_gflops(observed_flops_per_s)}, faster than the peak of {_gflops(old)} "
+             f"({peaks.detail})")
+    data = _read_record(Path(peaks.cache_file)) if peaks.cache_file else None
+    if data is None:
+        return dataclasses.replace(peaks, flops_per_s=observed_flops_per_s, source="raised",
+                                   detail=f"{found}; raised to it for this run")
+    key = data["key"]
+    sizes = MeasureSizes(int(key["gemm_n"]), int(key["copy_bytes"]))
+    flops, bandwidth, loads = _best_of(str(key["device"]), sizes, min_run_time, TRIES, proc)
+    busy = _busy(loads)
+    if busy:
+        new_flops, new_bandwidth, short = observed_flops_per_s, peaks.bytes_per_s, "raised to the kernel's rate"
+        how = f"{short} (not measured again: the machine is busy, {busy})"
+    else:
+        new_flops, new_bandwidth, short = max(flops, observed_flops_per_s), bandwidth, "measured again"
+        how = f"{short}: {_gflops(flops)}" + ("" if flops >= observed_flops_per_s else ", below the kernel's rate")
+        data.update(measured_at=_now(), tries=len(loads), load=[load.to_json() for load in loads])
+    data.update(flops_per_s=new_flops, bytes_per_s=new_bandwidth,
+                raised={"from": old, "by": by, "at": _now(), "how": short})
+    _write_record(Path(peaks.cache_file), data)
+    return dataclasses.replace(peaks, flops_per_s=new_flops, bytes_per_s=new_bandwidth, source="raised",
+                               detail=f"{found}; {how}; now {_gflops(new_flops)}, cached in {peaks.cache_file}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -295,7 +332,8 @@ class CachedPeak:
         return cls(
             path, str(key.get("device")), str(key.get("device_name")), float(data["flops_per_s"]),
             float(data["bytes_per_s"]), str(data.get("measured_at", "?")), describe_load(data.get("load") or []),
-            f"{raised['at']} by {raised['by']} (from {float(raised['from']) / 1e9:,.1f} GFLOP/s)" if raised else "",
+            f"{raised['at']} by {raised['by']} (from {_gflops(float(raised['from']))}; {raised.get('how', 'raised')})"
+            if raised else "",
         )
 
 

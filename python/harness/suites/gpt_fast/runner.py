@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from harness.model.result import TaskResult
 from harness.model.task import Task
+from harness.options import DEFAULT_MIN_RUN_TIME
 from harness.suites.gpt_fast.context import make_context, replace_peaks
 from harness.suites.gpt_fast.experiment import Experiment, Skipped, get_experiment
 from harness.suites.gpt_fast.peak_check import check_against_peak
@@ -28,7 +29,7 @@ def run_gpt_fast_task(task: Task, min_run_time: float) -> TaskResult:
         min_run_time=p.get("min_run_time") or min_run_time,
         cuda_graph=bool(p.get("cuda_graph", True)),
     )
-    rows, peaks, note = check_against_peak(experiment(ctx), ctx.peaks)
+    rows, peaks, note = check_against_peak(experiment(ctx), ctx.peaks, min(ctx.min_run_time, DEFAULT_MIN_RUN_TIME))
     if peaks is not ctx.peaks:
         ctx = replace_peaks(ctx, peaks)
     measured = [r.to_json() for r in rows if isinstance(r, Experiment)]
