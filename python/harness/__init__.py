@@ -5,11 +5,9 @@ every public name of torch's module is here (``TORCH_NAMES``), behaving as
 torch's. ``harness.run_tasks(tasks, harness.RunOptions(...))`` runs suites'
 tasks as ``python -m harness bench`` does.
 
-The package's layers, bottom to top (each imports only from those below):
-``errors``, ``options``, ``core``, ``_version`` and ``files/``; ``model/``;
-``workers/``; ``measure/``; ``define/``; ``kinds``; ``records/``; ``run/``;
-``bench``; ``present/``, ``cli``, ``pytest_plugin``; ``suites/``.
-docs/architecture.md walks through them.
+The package's floors, each importing only from those below, are the
+"Layers" table of docs/architecture.md (tests/test_structure.py reads them
+there); this module is the top floor, so nothing inside harness imports it.
 """
 
 from __future__ import annotations
