@@ -24,6 +24,7 @@ from harness.errors import UsageError
 DEFAULT_MIN_RUN_TIME = 0.2  # seconds of timing per benchmark (torch's blocked_autorange default)
 DEFAULT_TIMEOUT = 600.0  # seconds before a hung task is killed, unless the task sets its own limit
 WORKER_START_TIMEOUT = 600.0  # seconds a worker may take to start (under valgrind: ~10 s, more on a busy machine)
+KEPT_ANSWER_TIMEOUT = 30.0  # seconds a kept worker may take to answer a client that connects (it forks a session)
 CALLGRIND_TIMEOUT = 1800.0  # seconds for one collect_callgrind call: callgrind is ~50x slower than native
 # A measurement whose IQR exceeds this share of its median is noisy: torch's
 # Measurement warns from here on, and every harness table and report flags it.
@@ -233,9 +234,8 @@ class RunOptions:
     count into PyTorch's layers (needs callgrind's per-function counts; "auto"
     then means callgrind) by the rules of ``layers_rules`` (a TOML file; None:
     the shipped rules). ``cache_sim``: count with callgrind's cache simulation at a fixed geometry
-    (``measure.counters.cache``: data accesses, misses, estimated cycles; "auto" then means callgrind). ``phases``:
-    split each compile-time measurement by torch's compile phases (``model.phases``; instructions need
-    callgrind, "auto" then means callgrind). ``shard``: (K, N), run only the K-th of
+    (``measure.counters.cache``: data accesses, misses, estimated cycles; "auto" then means callgrind). ``phases``: split each compile-time measurement by torch's compile phases
+    (``model.phases``; instructions need callgrind, "auto" then means callgrind). ``shard``: (K, N), run only the K-th of
     N balanced parts of the tasks (``run.shards``), balanced by the durations
     in the run record ``durations`` when given. ``executor``: "local" (this
     machine) or "ray" (``harness.cluster``: a local Ray of ``jobs`` CPUs started
@@ -256,12 +256,12 @@ class RunOptions:
     pythons: tuple[str, ...] = ()
     layers: bool = False
     layers_rules: str | None = None
-    phases: bool = False  # ``--phases``: compile-time cases measured per torch compile phase
     # ``--flame``: keep each count's call tree for the report's flame graphs (measure.callgrind.flame).
     flame: bool = False
     # ``--keep-profiles DIR``: write each count's callgrind.out and speedscope JSON into DIR (None: not kept).
     keep_profiles: str | None = None
     cache_sim: bool = False  # ``--cache-sim``: callgrind simulates the caches (``measure.counters.cache``)
+    phases: bool = False  # ``--phases``: compile-time cases measured per torch compile phase
     shard: tuple[int, int] | None = None
     durations: str | None = None
     executor: str = "local"
@@ -285,15 +285,15 @@ class RunOptions:
             raise UsageError(f"unknown instruction counter {self.counter!r}: use one of {', '.join(COUNTER_CHOICES)}")
         if self.layers and self.counter == "perf":
             raise UsageError("--layers needs callgrind's per-function counts; use --counter callgrind (or auto)")
+        if self.phases and self.counter == "perf":
+            raise UsageError("--phases cuts instruction counts at torch's compile events with callgrind; "
+                             "use --counter callgrind (or auto)")
         if self.cache_sim and self.counter == "perf":
             raise UsageError("--cache-sim is callgrind's cache simulation; use --counter callgrind (or auto)")
         if self.cache_sim and self.executor != "local":
             raise UsageError("--cache-sim counts on this machine only for now: drop --executor ray")
         if (self.flame or self.keep_profiles) and self.counter == "perf":
             raise UsageError(f"{'--flame' if self.flame else '--keep-profiles'} needs callgrind's call graph; "
-                             "use --counter callgrind (or auto)")
-        if self.phases and self.counter == "perf":
-            raise UsageError("--phases cuts instruction counts at torch's compile events with callgrind; "
                              "use --counter callgrind (or auto)")
         if self.layers_rules is not None and not self.layers:
             raise UsageError("--layers-rules is used only with --layers")

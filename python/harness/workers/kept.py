@@ -40,6 +40,7 @@ from typing import Any
 from harness._version import __version__
 from harness.model.result import TaskResult
 from harness.model.task import Task
+from harness.options import KEPT_ANSWER_TIMEOUT
 from harness.workers.private_dir import CACHE_LINK, private_directory, workers_dir
 from harness.workers.process import VOLATILE_ENV, serve_args, worker_env
 from harness.workers.protocol import (
@@ -50,7 +51,7 @@ from harness.workers.protocol import (
     read_answer,
     request_line,
 )
-from harness.workers.registry import KEPT_PREFIX, stop_stale, write_info
+from harness.workers.registry import KEPT_PREFIX, end_server, read_info, stop_note, stop_stale, write_info
 
 _PACKAGE_DIR = Path(__file__).resolve().parents[1]
 
@@ -172,6 +173,7 @@ class KeptWorker:
         directory: Path,
         diagnostics: Diagnostics | None = None,
         fingerprint: dict[str, Any] | None = None,
+        answer_timeout: float = KEPT_ANSWER_TIMEOUT,
     ) -> KeptWorker | None:
         """Connect to the kept worker of ``directory``, starting it if there is none.
 
@@ -179,6 +181,8 @@ class KeptWorker:
         ``directory`` comes from ``worker_key`` and holds the socket, the lock
         and the worker's stderr; ``prefix`` may point the counter's files there.
         ``diagnostics(directory, pid)``: what the prefix's tool logged there about a process.
+        ``answer_timeout``: seconds a running worker may take to greet the client (it forks a
+        session); one that does not is ended and replaced.
         """
         private_directory(directory)
         lock_fd = os.open(directory / "lock", os.O_RDWR | os.O_CREAT, 0o600)
@@ -189,12 +193,17 @@ class KeptWorker:
             return None
         try:
             path = directory / "sock"
-            connected = _connect(path, timeout=30.0)
-            if connected is not None:
+            connected = _connect(path, answer_timeout)
+            if isinstance(connected, tuple):
                 return cls(directory, lock_fd, *connected, False, diagnostics)
             # No second try at connecting: the lock keeps any other client from starting a worker
             # here, and _wait_for_server retries the new one's socket until start_timeout.
-            if os.path.lexists(path):
+            if connected is not None:
+                # Alive but not answering (stopped with SIGSTOP, or stuck): no run can use it, and
+                # its successor takes its socket's name, so nothing could reach it again.
+                print(f"harness: the kept worker in {directory} {_not_answering(directory, connected)}; "
+                      "ended it, starting a new one", file=sys.stderr)
+            elif os.path.lexists(path):
                 # A server that exits removes its socket: one left behind, or something else
                 # under its name, is what a killed worker or a damaged directory leaves.
                 print(f"harness: the kept worker in {directory} left a dead socket; starting a new one",
@@ -232,6 +241,9 @@ class KeptWorker:
     def _death_reason(self) -> str:
         for _ in range(50):  # the socket closes a moment before the process is gone
             if self.proc.poll() is not None:
+                stopped = stop_note(self._lock_fd) if self._lock_fd >= 0 else None
+                if stopped is not None:
+                    return f"kept worker {stopped} (pid {self.server_pid}) while it counted"
                 return "kept worker died (a crash; its valgrind log is attached when there is one)"
             time.sleep(0.1)
         return "kept worker closed the connection"
@@ -277,9 +289,9 @@ def _size(path: Path) -> int:
         return 0
 
 
-def _connect(path: Path, timeout: float) -> tuple[socket.socket, int, int] | None:
-    """A connection to a live server, its session's pid and the server's, or None (no server,
-    or a stale socket file)."""
+def _connect(path: Path, timeout: float) -> tuple[socket.socket, int, int] | float | None:
+    """A connection to a live server, its session's pid and the server's; None: no server (or a
+    stale socket file); ``timeout`` itself: a server took the connection but said nothing within it."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.connect(str(path))
@@ -293,9 +305,26 @@ def _connect(path: Path, timeout: float) -> tuple[socket.socket, int, int] | Non
         sock.settimeout(None)
         answer = json.loads(hello)
         return sock, int(answer["ready"]), int(answer["server"])
+    except TimeoutError:
+        sock.close()
+        return timeout
     except (OSError, ValueError, KeyError):
         sock.close()
         return None
+
+
+def _not_answering(directory: Path, timeout: float) -> str:
+    """What became of a kept worker that took a connection and did not answer within ``timeout``;
+    it is ended (its successor takes its place)."""
+    info = read_info(directory) or {}
+    pid = int(info.get("server", -1))
+    try:
+        state = Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        state = b""
+    why = {b"T": "it is stopped (SIGSTOP or Ctrl-Z)", b"t": "it is stopped by a debugger"}.get(state, "")
+    end_server(directory, pid)
+    return f"(pid {pid}) is not answering within {timeout:g} s" + (f": {why}" if why else "")
 
 
 # Starts the worker and the ``cat`` that drains its stderr into the log, prints the worker's pid and
@@ -354,8 +383,8 @@ def _wait_for_server(path: Path, pid: int, start_timeout: float) -> tuple[socket
             err = (path.parent / "stderr.log").read_text(errors="replace")[-4000:]
             return f"the kept worker exited while starting\n{err}".strip()
         if path.exists():
-            connected = _connect(path, timeout=30.0)
-            if connected is not None:
+            connected = _connect(path, KEPT_ANSWER_TIMEOUT)
+            if isinstance(connected, tuple):
                 return connected
         time.sleep(0.05)
     with contextlib.suppress(ProcessLookupError):
@@ -373,3 +402,5 @@ def _remove_stale_files(directory: Path) -> None:
         if p.name not in ("lock", CACHE_LINK):
             with contextlib.suppress(OSError):
                 p.unlink()
+
+

@@ -10,10 +10,15 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
+import signal
 import socket
 import sys
+import time
 from pathlib import Path
 from typing import Any
+
+from harness.workers.parent_death import die_with_parent
 
 
 def serve_socket(path: str, idle_timeout: float, handle: Any, session_ended: Any = None) -> int:
@@ -49,11 +54,15 @@ def serve_socket(path: str, idle_timeout: float, handle: Any, session_ended: Any
             if pid == 0:  # pragma: no cover - the session, in the child
                 server.close()
                 os.setpgid(0, 0)  # a group of its own: a client's kill ends it, not the server
+                die_with_parent()  # `workers stop` ends the server: its session goes too
                 _serve_session(conn, handle)
-            conn.close()
-            _, status = os.waitpid(pid, 0)
+            try:
+                status, abandoned = _wait_for_session(pid, conn)
+            finally:
+                conn.close()
             if session_ended is not None:
-                session_ended(pid, status)
+                # A session ended because its client went has nobody to report a crash to.
+                session_ended(pid, 0 if abandoned else status)
     finally:
         with contextlib.suppress(OSError):
             server.close()
@@ -61,6 +70,47 @@ def serve_socket(path: str, idle_timeout: float, handle: Any, session_ended: Any
         with contextlib.suppress(OSError):
             if sock_path.stat().st_ino == bound_inode:
                 sock_path.unlink()
+
+
+def _wait_for_session(pid: int, conn: socket.socket) -> tuple[int, bool]:
+    """The session's wait status once it ends, and whether it was ended because its client went.
+
+    A client killed mid-count (``kill -9``, the OOM killer) closes its end of
+    the socket, but the session only reads it after the statement returns,
+    which one that spins or sleeps never does: the server watches the socket
+    and ends the session's process group (the session, and the zygote's child
+    or the forks counting for it) ``_HANG_UP_GRACE`` s after its client went,
+    unless the session, idle, ended by itself.
+    """
+    watch = select.poll()
+    watch.register(conn, select.POLLRDHUP)
+    ended = -1
+    with contextlib.suppress(OSError, AttributeError):  # no pidfd (before Linux 5.3): polled
+        ended = os.pidfd_open(pid)
+        watch.register(ended, select.POLLIN)
+    try:
+        hung_up_at: float | None = None
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                return status, hung_up_at is not None
+            if hung_up_at is not None and time.monotonic() - hung_up_at >= _HANG_UP_GRACE:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(pid, signal.SIGKILL)
+                return os.waitpid(pid, 0)[1], True
+            events = watch.poll(_POLL_MS if ended < 0 or hung_up_at is not None else None)
+            if hung_up_at is None and any(fd == conn.fileno() for fd, _ in events):
+                # POLLRDHUP, POLLHUP or POLLERR: the client's end is closed. From now on only
+                # the session's end is waited for (the socket would report this at once again).
+                hung_up_at = time.monotonic()
+                watch.unregister(conn)
+    finally:
+        if ended >= 0:
+            os.close(ended)
+
+
+_POLL_MS = 200
+_HANG_UP_GRACE = 1.0
 
 
 def _serve_session(conn: socket.socket, handle: Any) -> None:

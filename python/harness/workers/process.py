@@ -23,6 +23,7 @@ from typing import Any
 from harness.model.result import TaskResult
 from harness.model.task import Task
 from harness.options import KEEP_WORKER_ENV, WORKER_START_TIMEOUT
+from harness.workers.parent_death import spawn, wrapped
 from harness.workers.protocol import (
     EXIT_LINE,
     STDERR_TAIL_BYTES,
@@ -104,6 +105,13 @@ def worker_env(env: dict[str, str] | None = None) -> dict[str, str]:
     return full_env
 
 
+def _kill_unknown(proc: subprocess.Popen) -> None:
+    """A worker started while its starter was interrupted: nobody else knows of it."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
 class WorkerProcess:
     """One worker process and its pipes: a ``workers.worker.Worker``."""
 
@@ -121,20 +129,27 @@ class WorkerProcess:
         ``PYTHONPATH`` and its own torch."""
         read_fd, write_fd = os.pipe()
         full_env = worker_env(env)
-        self.proc = subprocess.Popen(
-            # The fd's number padded to a fixed width: argv (and so the stack the worker's
-            # code runs on) must not depend on which fds were free, or counts would differ
-            # between workers started side by side (--jobs N).
-            # -P: the working directory joins sys.path only after start-up (see run.worker).
-            [*prefix, python or sys.executable, "-P", "-m", WORKER_MODULE, *serve_args(f"fd:{write_fd:05d}")],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            pass_fds=(write_fd,),
-            env=full_env,
-            start_new_session=True,  # its own process group: Ctrl-C is ours to handle
-        )
-        os.close(write_fd)
+        # The fd's number padded to a fixed width: argv (and so the stack the worker's
+        # code runs on) must not depend on which fds were free, or counts would differ
+        # between workers started side by side (--jobs N).
+        # -P: the working directory joins sys.path only after start-up (see run.worker).
+        command = [*prefix, python or sys.executable, "-P", "-m", WORKER_MODULE, *serve_args(f"fd:{write_fd:05d}")]
+        try:
+            # Killed when this process goes, however it goes (workers.parent_death).
+            self.proc = spawn(lambda: subprocess.Popen(
+                wrapped(command),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                pass_fds=(write_fd,),
+                env=full_env,
+                start_new_session=True,  # its own process group: Ctrl-C is ours to handle
+            ), discard=_kill_unknown)
+        except BaseException:
+            os.close(read_fd)
+            raise
+        finally:
+            os.close(write_fd)
         self._results = os.fdopen(read_fd, "r", encoding="utf-8")
         self._stderr: collections.deque[bytes] = collections.deque()
         self._stderr_lock = threading.Lock()

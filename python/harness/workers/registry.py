@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from harness.files.atomic import atomic_write_text
 from harness.workers.private_dir import workers_dir
 
 INFO = "info.json"
@@ -36,13 +37,14 @@ _VERSION = ("harness", "torch")
 
 
 def write_info(directory: Path, server_pid: int, idle_timeout: float, fingerprint: dict[str, Any]) -> None:
+    """``info.json``, replaced whole (``files.atomic``): a lister never reads half of it, and a
+    client killed while writing it leaves no temporary file that the next write does not sweep."""
     info = {"server": server_pid, "started": time.time(), "idle_timeout": idle_timeout, **fingerprint}
-    partial = directory / (INFO + ".partial")
-    partial.write_text(json.dumps(info, sort_keys=True), encoding="utf-8")
-    partial.rename(directory / INFO)
+    atomic_write_text(directory / INFO, json.dumps(info, sort_keys=True))
 
 
-def _read_info(directory: Path) -> dict[str, Any] | None:
+def read_info(directory: Path) -> dict[str, Any] | None:
+    """The ``info.json`` of a kept worker's directory; None when there is none (or it is unreadable)."""
     try:
         return json.loads((directory / INFO).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -95,7 +97,7 @@ def kept_workers() -> list[dict[str, Any]]:
     for directory in directories:
         if not directory.name.startswith(KEPT_PREFIX) or directory.is_symlink() or not directory.is_dir():
             continue
-        info = _read_info(directory)
+        info = read_info(directory)
         if info is None:
             continue  # starting, or from a harness before info files
         pid = int(info.get("server", -1))
@@ -107,20 +109,61 @@ def kept_workers() -> list[dict[str, Any]]:
     return found
 
 
-def stop(worker: dict[str, Any]) -> None:
-    """End a kept worker (its zygote and their children with it) and remove its directory.
+# Why a kept worker was ended, as the failed count of a client using it at that moment says it.
+STOPPED_BY_USER = "stopped by `python -m harness workers stop`"
+STOPPED_AS_STALE = "stopped as stale: a worker of other harness sources or another torch replaced it"
 
-    A client counting on it at that moment gets a failed count; the next run starts a new worker.
+
+def stop(worker: dict[str, Any], why: str = STOPPED_BY_USER) -> None:
+    """End a kept worker (its zygote, sessions and their children with it) and remove its directory.
+
+    A client counting on it at that moment gets a failed count that says ``why``; the next run
+    starts a new worker.
     """
     directory = Path(worker["directory"])
     pid = int(worker["server"])
     if _alive(pid, directory):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pid, signal.SIGKILL)
-        deadline = time.monotonic() + 10
-        while _alive(pid, directory) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        _leave_note(directory, why)
+        end_server(directory, pid)
     _remove(directory)
+
+
+def end_server(directory: Path, pid: int) -> None:
+    """Kill the kept worker ``pid`` of ``directory`` and its process group, if it is that worker
+    (``_alive``), and wait up to 10 s for it to be gone."""
+    if not _alive(pid, directory):
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while _alive(pid, directory) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def _leave_note(directory: Path, why: str) -> None:
+    """``why`` into the directory's lock file, for the client holding it (``stop_note``).
+
+    The lock file, because a client holds it open while it uses the worker: the
+    directory is removed next, and only a file the client already has open is
+    still there to read. Written in place, not replaced (a new file would be one
+    the client never opened); nothing else is ever in it.
+    """
+    with contextlib.suppress(OSError):
+        fd = os.open(directory / "lock", os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            os.ftruncate(fd, 0)
+            os.write(fd, json.dumps({"stopped": why, "by_pid": os.getpid(), "time": time.time()}).encode())
+        finally:
+            os.close(fd)
+
+
+def stop_note(lock_fd: int) -> str | None:
+    """Why the kept worker whose lock file ``lock_fd`` is was stopped (``stop``); None when it was not."""
+    try:
+        note = json.loads(os.pread(lock_fd, 4096, 0) or b"null")
+    except (OSError, ValueError):
+        return None
+    return note.get("stopped") if isinstance(note, dict) else None
 
 
 def stop_all() -> list[dict[str, Any]]:
@@ -137,7 +180,7 @@ def stop_stale(fingerprint: dict[str, Any]) -> list[dict[str, Any]]:
              if all(w.get(k) == fingerprint.get(k) for k in _SAME_PLACE)
              and any(w.get(k) != fingerprint.get(k) for k in _VERSION)]
     for worker in stale:
-        stop(worker)
+        stop(worker, STOPPED_AS_STALE)
     return stale
 
 
