@@ -158,7 +158,7 @@ def _table_after(heading: str, text: str) -> list[list[str]]:
             rows.append([cell.strip() for cell in line.strip().strip("|").split("|")])
         elif rows:
             break
-    return [row for row in rows[2:]]  # less the header and its |---| line
+    return rows[2:]  # less the header and its |---| line
 
 
 def _names(cell: str, package: str) -> set[str]:
@@ -188,9 +188,10 @@ def _within(name: str, top: str) -> bool:
 
 
 def floor_of(name: str, scope: str, levels: list[set[str]]) -> int | None:
-    """Which of ``scope``'s floors ``name`` is on; None for a module the scope's floors do not name."""
+    """Which of ``scope``'s floors ``name`` is on; None for a module the scope's floors do not name. The
+    scope itself (``__init__``) holds only its own ``__init__``, not every module under it."""
     for i, level in enumerate(levels):
-        if any(_within(name, top) for top in level):
+        if any(name == top if top == scope else _within(name, top) for top in level):
             return i
     return None
 
@@ -243,6 +244,7 @@ def test_the_floor_check_finds_an_upward_import(tmp_path):
         "harness.measure.counters.base": "from harness.measure.callgrind import counter\n",
         "harness.measure.callgrind": "",
         "harness.measure.callgrind.counter": "from harness.measure.counters.base import B\n",
+        "harness.stray": "",
     }
     known = {}
     for name, source in files.items():
@@ -254,6 +256,7 @@ def test_the_floor_check_finds_an_upward_import(tmp_path):
         "harness.errors (floor 1 of harness: errors) imports harness (floor 3: __init__)",
         "harness.measure.counters.base (floor 1 of harness.measure: counters) imports "
         "harness.measure.callgrind.counter (floor 2: callgrind)",
+        "harness.stray is on no floor of docs/architecture.md's Layers table",
     ]
 
 
