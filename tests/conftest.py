@@ -51,9 +51,11 @@ def repo() -> Path:
 TINY_SUITE = "import harness\nsuite = harness.Suite()\nsuite.timer('noop', 'pass')\n"
 
 
-def suite_root(tmp_path: Path, name: str, source: str) -> Path:
-    """A benchmarks/ folder in ``tmp_path`` holding one suite file, ``name/suite.py``; its path for --path."""
-    root = tmp_path / "benchmarks"
+def suite_root(tmp_path: Path, name: str, source: str, folder: str = "benchmarks") -> Path:
+    """A ``folder`` in ``tmp_path`` (default benchmarks/; "" for ``tmp_path`` itself) holding the suite file
+    ``name/suite.py`` with ``source`` (dedented); the folder's path, for --path. Call it again to add
+    another suite to the same folder."""
+    root = tmp_path / folder
     (root / name).mkdir(parents=True)
     (root / name / "suite.py").write_text(textwrap.dedent(source))
     return root
@@ -179,8 +181,7 @@ def layers_run(tmp_path_factory):
         pytest.skip("valgrind is not installed: layers come from callgrind")
     root = tmp_path_factory.mktemp("layers")
     for name, text in LAYERS_SUITES.items():
-        (root / name).mkdir()
-        (root / name / "suite.py").write_text(text)
+        suite_root(root, name, text, folder="")
     record = root / "run.json"
     done = run_cli("bench", "--path", str(root), *LAYERS_SUITES, "--mode", "instructions", "--layers",
                    "--explain-layers", "--output", str(record))

@@ -8,21 +8,17 @@ from pathlib import Path
 
 import pytest
 
+from conftest import suite_root
+
 
 @pytest.fixture
 def suites(tmp_path: Path) -> Path:
-    root = tmp_path / "benchmarks"
-    (root / "quick").mkdir(parents=True)
-    (root / "quick" / "suite.py").write_text(
-        textwrap.dedent(
-            """
-            import harness
-            suite = harness.Suite(description="test suite")
-            suite.timer("noop", "pass", min_run_time=0.02)
-            suite.timer("mul", "x * 2", setup="x = torch.ones(2)", min_run_time=0.02, num_threads=(1, 2))
-            """
-        )
-    )
+    root = suite_root(tmp_path, "quick", """
+        import harness
+        suite = harness.Suite(description="test suite")
+        suite.timer("noop", "pass", min_run_time=0.02)
+        suite.timer("mul", "x * 2", setup="x = torch.ones(2)", min_run_time=0.02, num_threads=(1, 2))
+    """)
     (root / "bench_broken.py").write_text(
         textwrap.dedent(
             """

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import suite_root
 from harness.options import ENVIRONMENT
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -317,9 +318,7 @@ with open(os.environ["RECORD_TO"], "w") as f:
 def test_callgrind_worker_environment(tmp_path: Path):
     """A callgrind worker gets HARNESS_COUNTER and HARNESS_CALLGRIND_DIR; with HARNESS_KEEP_WORKER=0 it goes
     with its run (kept workers, HARNESS_KEEP_WORKER=SECONDS: tests/workers/test_kept_worker.py)."""
-    root = tmp_path / "benchmarks"
-    (root / "envsuite").mkdir(parents=True)
-    (root / "envsuite" / "suite.py").write_text(RECORD_ENV)
+    root = suite_root(tmp_path, "envsuite", RECORD_ENV)
     record = tmp_path / "seen.json"
     env = _env(TMPDIR=str(tmp_path), RECORD_TO=str(record), HARNESS_KEEP_WORKER="0", HARNESS_COUNTER=None,
                HARNESS_CALLGRIND_DIR=None)

@@ -11,6 +11,7 @@ import pytest
 from rich.table import Table
 
 import harness
+from conftest import suite_root
 from harness import kinds
 from harness.errors import UsageError
 from harness.kinds import Kind, register
@@ -138,11 +139,9 @@ def architecture_example() -> str:
 
 
 def test_the_architecture_example_runs_through_bench(cli, tmp_path):
-    suite = tmp_path / "benchmarks" / "imports" / "suite.py"
-    suite.parent.mkdir(parents=True)
-    suite.write_text(architecture_example())
+    root = suite_root(tmp_path, "imports", architecture_example())
     out = tmp_path / "run.json"
-    r = cli("bench", "imports", "--path", str(tmp_path / "benchmarks"), "--output", str(out), cwd=tmp_path)
+    r = cli("bench", "imports", "--path", str(root), "--output", str(out), cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     # The kind's own table, not the generic one.
     assert "imports: import time in a fresh interpreter" in " ".join(r.stdout.split())
@@ -152,16 +151,15 @@ def test_the_architecture_example_runs_through_bench(cli, tmp_path):
         ("import_time", "import[json]", "ok"), ("import_time", "import[decimal]", "ok"),
     ]
     assert all(len(res["samples"]) == 3 and min(res["samples"]) > 0 for res in record["results"])
-    listed = cli("list", "imports", "--path", str(tmp_path / "benchmarks"), cwd=tmp_path)
+    listed = cli("list", "imports", "--path", str(root), cwd=tmp_path)
     assert listed.returncode == 0 and "import[json]" in listed.stdout
 
 
 def test_an_example_kind_error_in_the_worker_is_a_failed_result(cli, tmp_path):
     """A runner that raises fails its task only; the run goes on and says which failed."""
-    suite = tmp_path / "benchmarks" / "imports" / "suite.py"
-    suite.parent.mkdir(parents=True)
-    suite.write_text(architecture_example().replace('ImportTime("json", "decimal"', 'ImportTime("json", "no_such_mod"'))
-    r = cli("bench", "imports", "--path", str(tmp_path / "benchmarks"), cwd=tmp_path)
+    source = architecture_example().replace('ImportTime("json", "decimal"', 'ImportTime("json", "no_such_mod"')
+    root = suite_root(tmp_path, "imports", source)
+    r = cli("bench", "imports", "--path", str(root), cwd=tmp_path)
     assert r.returncode == 1
     assert "FAILED imports/import[no_such_mod]" in r.stderr and "CalledProcessError" in r.stderr
     assert "Traceback" not in r.stdout

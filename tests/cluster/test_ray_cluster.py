@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import suite_root
 from harness.bench import Event, run_tasks
 from harness.define.discovery import select_suites
 from harness.options import WALL_RESOURCE, RunOptions
@@ -30,14 +31,12 @@ pytestmark = pytest.mark.multinode
 
 
 def _suite(tmp_path: Path, count: int, seconds: float) -> list:
-    root = tmp_path / "benchmarks"
-    (root / "sleepy").mkdir(parents=True)
-    (root / "sleepy" / "suite.py").write_text(textwrap.dedent(f"""
+    root = suite_root(tmp_path, "sleepy", f"""
         import harness
         suite = harness.Suite(description="tasks that take a while")
         for i in range({count}):
             suite.timer(f"sleep{{i}}", "time.sleep(0.001)", setup="import time", min_run_time={seconds})
-    """))
+    """)
     return [t for s in select_suites(root, ["sleepy"]) for t in s.tasks()]
 
 
@@ -178,9 +177,7 @@ def test_kept_actors_serve_the_next_run_survive_a_kill_and_leave_when_idle(tmp_p
 
     from harness.workers.registry import stop_all
 
-    root = tmp_path / "benchmarks"
-    (root / "counted").mkdir(parents=True)
-    (root / "counted" / "suite.py").write_text(COUNTED)
+    root = suite_root(tmp_path, "counted", COUNTED)
     tasks = [t for s in select_suites(root, ["counted"]) for t in s.tasks()]
     private = tempfile.mkdtemp(prefix="hka", dir="/tmp")  # the kept counting workers' sockets
     monkeypatch.setenv("TMPDIR", private)

@@ -25,7 +25,7 @@ import pytest
 
 import interruptible
 from busy_caller import delivered_before_interrupt
-from conftest import run_cli
+from conftest import run_cli, suite_root
 from harness.cluster.remote import RAY_SLOTS
 from process_scan import processes_with
 
@@ -160,14 +160,12 @@ def test_other_commands_never_import_ray(tmp_path):
 
 
 def test_ctrl_c_cancels_keeps_finished_results_and_leaves_no_process(tmp_path):
-    root = tmp_path / "benchmarks"
-    (root / "sleepy").mkdir(parents=True)
-    (root / "sleepy" / "suite.py").write_text(textwrap.dedent("""
+    root = suite_root(tmp_path, "sleepy", """
         import harness
         suite = harness.Suite(description="tasks that take a while")
         for i in range(12):
             suite.timer(f"sleep{i}", "time.sleep(0.001)", setup="import time", min_run_time=1.5)
-    """))
+    """)
     marker = f"HARNESS_TEST_MARKER_{uuid.uuid4().hex}"
     out = tmp_path / "run.json"
     env = {**os.environ, marker: "1"}

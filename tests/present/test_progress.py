@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import io
 import re
-import textwrap
 from pathlib import Path
 
 from rich.console import Console
 
+from conftest import suite_root
 from harness.model.events import Event
 from harness.model.result import TaskResult
 from harness.model.task import Task
@@ -43,15 +43,13 @@ def test_a_log_gets_a_line_per_step_with_its_time_and_per_finished_benchmark():
 
 
 def test_bench_into_a_pipe_logs_each_finished_benchmark(cli, tmp_path: Path):
-    root = tmp_path / "benchmarks" / "piped"
-    root.mkdir(parents=True)
-    (root / "suite.py").write_text(textwrap.dedent("""
+    root = suite_root(tmp_path, "piped", """
         import harness
         suite = harness.Suite()
         suite.timer("noop", "pass", min_run_time=0.02)
         suite.timer("mul", "x * 2", setup="x = torch.ones(2)", min_run_time=0.02, num_threads=(1, 2))
-    """))
-    r = cli("bench", "--path", str(tmp_path / "benchmarks"))  # stdout and stderr are pipes
+    """)
+    r = cli("bench", "--path", str(root))  # stdout and stderr are pipes
     assert r.returncode == 0, r.stderr
     assert re.search(r"^benchmarking 3 tasks$", r.stderr, re.M), r.stderr
     finished = re.findall(r"^\[(\d)/3\] piped/\S+: \d.* \(\d+\.\d s\)$", r.stderr, re.M)

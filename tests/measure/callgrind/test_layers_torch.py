@@ -7,6 +7,7 @@ user's rules file (about 30 s).
 
 from __future__ import annotations
 
+from conftest import TINY_SUITE, suite_root
 from harness.model.result import TaskResult
 from harness.present.layer_table import result_layers
 from harness.records.store import load_runs
@@ -99,9 +100,7 @@ def test_an_invalid_rules_file_fails_before_the_run(layers_run, tmp_path, cli):
 
 
 def test_layers_need_callgrind_instruction_counts(tmp_path, cli):
-    (tmp_path / "one").mkdir()
-    (tmp_path / "one" / "suite.py").write_text(
-        "import harness\nsuite = harness.Suite()\nsuite.timer('noop', 'pass')\n")
+    suite_root(tmp_path, "one", TINY_SUITE, folder="")
     for flags, message in (
         ((), "--layers splits instruction counts: add --mode instructions"),
         (("--mode", "instructions", "--counter", "perf"), "--layers needs callgrind's per-function counts"),

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import json
 import os
-import textwrap
 import time
 import uuid
 
 import pytest
 
 import harness
+from conftest import suite_root
 from harness.errors import StatementError
 from harness.measure.cpp.block import CppBlock
 from harness.measure.cpp.build import build
@@ -98,21 +98,15 @@ def test_a_macro_cascade_is_retried_and_independent_errors_cost_one_rebuild(batc
 
 
 def test_bench_reports_the_unbalanced_task_failed_and_runs_the_others(batch, tmp_path, cli):
-    suite_dir = tmp_path / "benchmarks" / "braces"
-    suite_dir.mkdir(parents=True)
-    (suite_dir / "suite.py").write_text(
-        textwrap.dedent(
-            f"""
-            import harness
-            suite = harness.Suite()
-            suite.timer("good", {GOOD[0]!r}, setup={GOOD[1]!r}, language="cpp", min_run_time=0.05)
-            suite.timer("unclosed", {UNCLOSED[0]!r}, setup={UNCLOSED[1]!r}, language="cpp")
-            suite.timer("good2", {GOOD2[0]!r}, setup={GOOD2[1]!r}, language="cpp", min_run_time=0.05)
-            """
-        )
-    )
+    root = suite_root(tmp_path, "braces", f"""
+        import harness
+        suite = harness.Suite()
+        suite.timer("good", {GOOD[0]!r}, setup={GOOD[1]!r}, language="cpp", min_run_time=0.05)
+        suite.timer("unclosed", {UNCLOSED[0]!r}, setup={UNCLOSED[1]!r}, language="cpp")
+        suite.timer("good2", {GOOD2[0]!r}, setup={GOOD2[1]!r}, language="cpp", min_run_time=0.05)
+    """)
     out = tmp_path / "run.json"
-    proc = cli("bench", "braces", "--path", str(tmp_path / "benchmarks"), "-o", str(out), timeout=600)
+    proc = cli("bench", "braces", "--path", str(root), "-o", str(out), timeout=600)
     assert proc.returncode == 1, proc.stderr
     results = {r["task"]["name"]: r for r in json.loads(out.read_text())["results"]}
     assert results["good"]["status"] == "ok" and results["good2"]["status"] == "ok"

@@ -28,6 +28,7 @@ import pytest
 import torch
 
 import harness
+from conftest import suite_root
 from harness.define.torchscript import Signature, ensure_scripted, function_source, quiet_deprecation
 from harness.define.torchscript import load as load_torchscript
 from harness.errors import StatementError, UsageError
@@ -211,23 +212,17 @@ def test_batch_setup_binds_one_item_per_run(compiled):
 
 
 def test_cli_isolates_crashes_and_compile_errors(compiled, tmp_path, cli):
-    suite_dir = tmp_path / "benchmarks" / "crashy"
-    suite_dir.mkdir(parents=True)
-    (suite_dir / "suite.py").write_text(
-        textwrap.dedent(
-            f"""
-            import harness
-            suite = harness.Suite()
-            suite.timer("ok", {"auto y = x * w;"!r}, setup={MUL_SETUP!r}, language="cpp", min_run_time=0.05)
-            suite.timer("throws", {THROWS!r}, language="cpp")
-            suite.timer("segfault", {SEGFAULT!r}, language="cpp")
-            suite.timer("bad", {BAD_STMT!r}, setup="auto x = torch::ones({{2}});", language="cpp")
-            suite.timer("after", {"auto y = x * w;"!r}, setup={MUL_SETUP!r}, language="cpp", min_run_time=0.05)
-            """
-        )
-    )
+    root = suite_root(tmp_path, "crashy", f"""
+        import harness
+        suite = harness.Suite()
+        suite.timer("ok", {"auto y = x * w;"!r}, setup={MUL_SETUP!r}, language="cpp", min_run_time=0.05)
+        suite.timer("throws", {THROWS!r}, language="cpp")
+        suite.timer("segfault", {SEGFAULT!r}, language="cpp")
+        suite.timer("bad", {BAD_STMT!r}, setup="auto x = torch::ones({{2}});", language="cpp")
+        suite.timer("after", {"auto y = x * w;"!r}, setup={MUL_SETUP!r}, language="cpp", min_run_time=0.05)
+    """)
     out = tmp_path / "run.json"
-    proc = cli("bench", "crashy", "--path", str(tmp_path / "benchmarks"), "-o", str(out), timeout=600)
+    proc = cli("bench", "crashy", "--path", str(root), "-o", str(out), timeout=600)
     assert proc.returncode == 1, proc.stderr
     results = {r["task"]["name"]: r for r in json.loads(out.read_text())["results"]}
     assert results["ok"]["status"] == "ok" and results["after"]["status"] == "ok"
@@ -355,13 +350,12 @@ def test_grouped_definitions_reject_bad_input():
 
 
 def test_exact_bracketed_name_selects_one_task(tmp_path, cli):
-    suite_dir = tmp_path / "benchmarks" / "g"
-    suite_dir.mkdir(parents=True)
-    (suite_dir / "suite.py").write_text(
-        "import harness\nsuite = harness.Suite()\n"
-        "suite.add(harness.GroupedStmts('x', 'x;', setup=harness.GroupedSetup('x = 1', 'int x = 1;'), name='n'))\n"
-    )
-    proc = cli("list", "g", "--path", str(tmp_path / "benchmarks"), "-k", "n[cpp-eager,fwd,t1]")
+    root = suite_root(tmp_path, "g", """
+        import harness
+        suite = harness.Suite()
+        suite.add(harness.GroupedStmts('x', 'x;', setup=harness.GroupedSetup('x = 1', 'int x = 1;'), name='n'))
+    """)
+    proc = cli("list", "g", "--path", str(root), "-k", "n[cpp-eager,fwd,t1]")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["g", "n[cpp-eager,fwd,t1]"]
 

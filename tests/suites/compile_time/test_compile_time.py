@@ -6,12 +6,12 @@ import csv
 import dataclasses
 import gc
 import json
-import textwrap
 from pathlib import Path
 
 import pytest
 import torch
 
+from conftest import suite_root
 from harness.errors import UsageError
 from harness.run.dispatch import run_task
 from harness.suites.compile_time import CompileTimeBenchmark, collect
@@ -227,10 +227,7 @@ suite.add(Tiny(iterations=3))
 
 @pytest.fixture
 def custom_suite(tmp_path: Path) -> Path:
-    root = tmp_path / "benchmarks"
-    (root / "mine").mkdir(parents=True)
-    (root / "mine" / "suite.py").write_text(textwrap.dedent(CUSTOM_SUITE))
-    return root
+    return suite_root(tmp_path, "mine", CUSTOM_SUITE)
 
 
 def test_case_defined_in_a_suite_file_runs_from_its_task(custom_suite):

@@ -10,7 +10,6 @@ from __future__ import annotations
 import csv
 import json
 import shutil
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -31,12 +30,10 @@ suite.add(DisableOverhead())
 
 @pytest.fixture(scope="module")
 def counted(tmp_path_factory) -> tuple[Path, object]:
-    from conftest import run_cli
+    from conftest import run_cli, suite_root
 
     tmp = tmp_path_factory.mktemp("ct_callgrind")
-    root = tmp / "benchmarks"
-    (root / "ct_small").mkdir(parents=True)
-    (root / "ct_small" / "suite.py").write_text(textwrap.dedent(SUITE))
+    root = suite_root(tmp, "ct_small", SUITE)
     out = tmp / "results.csv"
     r = run_cli(
         "bench", "ct_small", "--path", str(root), "-k", "instructions", "--counter", "callgrind",
