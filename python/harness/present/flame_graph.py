@@ -9,8 +9,10 @@ search box highlights matching functions and sums them. Where an earlier
 run of the report has the same benchmark's tree, a differential graph is
 drawn too: the new tree's shape, each frame coloured by how much its
 inclusive count grew (red) or shrank (blue), with the functions whose own
-counts moved most listed beside it. A graph is built when its benchmark is
-opened, so a report of many benchmarks opens as fast as one.
+counts moved most listed beside it. A count that simulated the caches
+(``bench --cache-sim --flame``) also has its tree by estimated cycles
+(``extra["flame_cycles"]``), drawn the same way. A graph is built when its
+benchmark is opened, so a report of many benchmarks opens as fast as one.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from harness.present.table import format_value
 
 ASSETS = Path(__file__).with_name("assets")
 FLAME = "flame"  # the result's extra field (measure.callgrind.flame.FLAME)
+FLAME_CYCLES = "flame_cycles"  # the tree by estimated cycles, when the count simulated the caches
 TOP_CHANGES = 8
 
 CSS = """
@@ -77,7 +80,7 @@ SCRIPT = """
     var details = box.querySelector(".details");
     var tip = flamegraph.tooltip.defaultFlamegraphTooltip().text(function (d) {
       var v = d.data.v / g.number;
-      var text = d.data.f + " | layer: " + (d.data.y || "-") + " | " + fmt(v) + " instructions per run | " +
+      var text = d.data.f + " | layer: " + (d.data.y || "-") + " | " + fmt(v) + " " + g.unit + " per run | " +
         (100 * d.data.v / total).toFixed(2) + "% of the benchmark";
       if (g.diff) {
         var delta = (d.data.d || 0) / g.number;
@@ -93,7 +96,7 @@ SCRIPT = """
       })
       .setSearchHandler(function (results, sum, all) {
         details.textContent = results.length ? ("search: " + results.length + " frames, " + fmt(sum / g.number) +
-          " instructions per run (" + (100 * sum / all).toFixed(2) + "%)") : "";
+          " " + g.unit + " per run (" + (100 * sum / all).toFixed(2) + "%)") : "";
       });
     if (g.diff) {
       chart.setColorMapper(function (d, original) { return flamegraph.colorMapper.differentialColorMapper(d, original); });
@@ -145,31 +148,33 @@ def flame_section(runs: Runs) -> str | None:
     for result in runs[latest][1].results:
         if not has_flame(result):
             continue
-        flame = result.extra[FLAME]
-        ident = len(graphs)
-        graphs.append(_graph(flame))
         title = f"{result.task.suite}/{result.task.name}" + (f"@{result.task.side}" if result.task.side else "")
         parts = [f"<details{' open' if not blocks else ''}><summary><code>{escape(title)}</code>: "
                  f"{escape(format_value(result.value, result.value_unit))} instructions per run "
-                 f"(run #{latest + 1})</summary>",
-                 _box(ident, "call tree, by inclusive instructions")]
+                 f"(run #{latest + 1})</summary>"]
         earlier = _earlier(runs, latest, result)
-        if earlier is not None:
-            index, before = earlier
-            diff = differential(before.extra[FLAME], flame)
-            graphs.append(diff)
-            caption = (f"differential against run #{index + 1}: red grew, blue shrank, grey unchanged "
-                       f"(widths: run #{latest + 1})")
-            parts.append(_box(len(graphs) - 1, caption))
-            parts.append(_changes_table(before.extra[FLAME], flame))
+        for key, unit in ((FLAME, "instructions"), (FLAME_CYCLES, "estimated cycles")):
+            flame = result.extra.get(key)
+            if not isinstance(flame, dict):
+                continue
+            graphs.append(_graph(flame, unit))
+            parts.append(_box(len(graphs) - 1, f"call tree, by inclusive {unit}"))
+            before = earlier[1].extra.get(key) if earlier is not None else None
+            if earlier is not None and isinstance(before, dict):
+                graphs.append(differential(before, flame, unit))
+                caption = (f"differential of {unit} against run #{earlier[0] + 1}: red grew, blue shrank, "
+                           f"grey unchanged (widths: run #{latest + 1})")
+                parts.append(_box(len(graphs) - 1, caption))
+                parts.append(_changes_table(before, flame, unit))
         parts.append("</details>")
         blocks.append("\n".join(parts))
     legend = "".join(f'<span style="background:{c}">{escape(layer)}</span>' for layer, c in LAYER_COLOURS.items())
     store = json.dumps({"graphs": graphs, "colours": LAYER_COLOURS}, separators=(",", ":")).replace("</", "<\\/")
     return "\n".join([
         '<h2 id="flame-graphs">Flame graphs</h2>',
-        "<p>Each benchmark's call tree by inclusive instructions (of its first repeat, the empty loop's "
-        "baseline subtracted, so the widest frame is the count in the table). Hover a frame for its function, "
+        "<p>Each benchmark's call tree by inclusive instructions (and by estimated cycles where the count "
+        "simulated the caches), of its first repeat, the empty loop's "
+        "baseline subtracted, so the widest frame is the count in the table. Hover a frame for its function, "
         "layer, count and share; click to zoom in (the bottom frame zooms out); the search box highlights "
         "functions by name. Frames are coloured by PyTorch layer: <span class=\"legend\">" + legend + "</span> "
         '(<span id="flame-status" data-ready="0">static</span>).</p>',
@@ -189,9 +194,9 @@ def _box(ident: int, caption: str) -> str:
             '<span class="details"></span></div><div class="canvas"></div></div>')
 
 
-def _graph(flame: Mapping[str, Any]) -> dict[str, Any]:
+def _graph(flame: Mapping[str, Any], unit: str = "instructions") -> dict[str, Any]:
     return {"names": flame["names"], "layers": flame.get("layers") or [], "number": flame.get("number") or 1,
-            "tree": flame["tree"], "diff": False}
+            "tree": flame["tree"], "diff": False, "unit": unit}
 
 
 def _earlier(runs: Runs, latest: int, result: TaskResult) -> tuple[int, TaskResult] | None:
@@ -205,7 +210,7 @@ def _earlier(runs: Runs, latest: int, result: TaskResult) -> tuple[int, TaskResu
 # -- the differential -------------------------------------------------------------------------------
 
 
-def differential(base: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
+def differential(base: Mapping[str, Any], new: Mapping[str, Any], unit: str = "instructions") -> dict[str, Any]:
     """``new``'s tree with each node's change of inclusive count since ``base`` at the same path
     (4th element, in ``new``'s units: instructions of its ``number`` runs). A tree against
     itself changes nowhere."""
@@ -219,7 +224,7 @@ def differential(base: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, A
         delta = item[1] - before
         return [item[0], item[1], children, round(delta, 2) if delta != int(delta) else int(delta)]
 
-    graph = _graph(new)
+    graph = _graph(new, unit)
     graph["tree"] = walk(new["tree"], base["tree"])
     graph["diff"] = True
     return graph
@@ -242,7 +247,7 @@ def own_counts(flame: Mapping[str, Any]) -> dict[str, float]:
     return dict(out)
 
 
-def _changes_table(base: Mapping[str, Any], new: Mapping[str, Any]) -> str:
+def _changes_table(base: Mapping[str, Any], new: Mapping[str, Any], unit: str = "instructions") -> str:
     before, after = own_counts(base), own_counts(new)
     layers = {**dict(zip(base["names"], base.get("layers") or [], strict=False)),
               **dict(zip(new["names"], new.get("layers") or [], strict=False))}
@@ -258,5 +263,5 @@ def _changes_table(base: Mapping[str, Any], new: Mapping[str, Any]) -> str:
         f'<td class="num">{"+" if a > b else ""}{escape(format_value(a - b, "instructions"))}</td></tr>'
         for name, b, a in moved[:TOP_CHANGES]
     )
-    return ("<table class=\"sortable\"><thead><tr><th>function (own instructions per run)</th><th>layer</th>"
+    return (f"<table class=\"sortable\"><thead><tr><th>function (own {unit} per run)</th><th>layer</th>"
             "<th>before</th><th>after</th><th>change</th></tr></thead><tbody>" + rows + "</tbody></table>")

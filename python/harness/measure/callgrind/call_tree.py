@@ -32,9 +32,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from harness.measure.callgrind.stats import standardize_symbol
+from harness.measure.counters.cache import figures
 from harness.measure.counters.profile import Profile
 
 ROOT = "all"
+CYCLES = "estimated_cycles"  # the other metric a tree can be drawn by (a cache simulation's dump)
 MIN_SHARE = 0.0005  # nodes under 0.05% of the total are folded into their caller's own cost
 MAX_DEPTH = 160
 MAX_NODES = 4000
@@ -61,15 +63,16 @@ class Node:
         return sum(1 for _ in self.walk())
 
 
-def call_tree(profile: Profile, baseline: Profile | None = None, *, min_share: float = MIN_SHARE,
+def call_tree(profile: Profile, baseline: Profile | None = None, *, metric: str = "Ir", min_share: float = MIN_SHARE,
               max_depth: int = MAX_DEPTH, max_nodes: int = MAX_NODES) -> Node:
-    """The tree of ``profile`` (less ``baseline``'s, path by path); its root's value is
-    ``profile.total - baseline.total`` exactly."""
-    total = profile.total - (baseline.total if baseline is not None else 0)
+    """The tree of ``profile`` (less ``baseline``'s, path by path) by ``metric``: "Ir" (instructions) or
+    "estimated_cycles" (a cache simulation's dump); its root's value is ``total(profile) - total(baseline)``
+    exactly."""
+    total = graph_total(profile, metric) - (graph_total(baseline, metric) if baseline is not None else 0)
     limits = {"min_share": min_share, "max_depth": max_depth, "max_nodes": max_nodes}
-    tree = _expand(profile, **limits)
+    tree = _expand(profile, metric, **limits)
     if baseline is not None:
-        tree = _subtract(tree, _expand(baseline, **limits))
+        tree = _subtract(tree, _expand(baseline, metric, **limits))
     tree.value = total  # equal already, unless the dump's total is its summary: line (no totals:)
     if total <= 0:
         return Node(ROOT, total)
@@ -77,22 +80,34 @@ def call_tree(profile: Profile, baseline: Profile | None = None, *, min_share: f
     return tree
 
 
-def _expand(profile: Profile, *, min_share: float, max_depth: int, max_nodes: int) -> Node:
-    own = profile.functions or profile.exclusive
-    calls = profile.calls
+def graph_total(profile: Profile, metric: str = "Ir") -> int:
+    """A profile's total by ``metric``: the dump's instructions, or its estimated cycles."""
+    if metric == "Ir":
+        return profile.total
+    if metric == CYCLES:
+        return int(figures(profile.totals or {"Ir": profile.total})[CYCLES])
+    raise ValueError(f"unknown call tree metric {metric!r}: Ir or {CYCLES}")
+
+
+def _expand(profile: Profile, metric: str, *, min_share: float, max_depth: int, max_nodes: int) -> Node:
+    if metric == CYCLES:
+        own, calls = profile.cycles_functions, profile.cycles_calls
+    else:
+        own, calls = profile.functions or profile.exclusive, profile.calls
+    total = graph_total(profile, metric)
     called: defaultdict[str, int] = defaultdict(int)
     for out in calls.values():
         for callee, cost in out.items():
             called[callee] += cost
     inclusive = {f: own.get(f, 0) + sum(calls.get(f, {}).values()) for f in set(own) | set(calls)}
-    root = Node(ROOT, profile.total)
+    root = Node(ROOT, total)
     # Roots: what of a function's cost no call into it explains (the region's outermost frames).
     # Their sum is the total: every call's cost is counted once as made and once as received.
     starts = {f: inclusive.get(f, 0) - called.get(f, 0) for f in set(inclusive) | set(called)}
     starts = {f: v for f, v in starts.items() if v > 0}
     spread = sum(starts.values())
-    scale = min(1.0, profile.total / spread) if spread else 0.0
-    floor = max(1, int(profile.total * min_share))
+    scale = min(1.0, total / spread) if spread else 0.0
+    floor = max(1, int(total * min_share))
     nodes = 1
     # Largest first: the node budget goes to what a reader sees.
     heap: list[tuple[int, int, Node, str, frozenset[str], int]] = []
@@ -170,7 +185,8 @@ def _take(node: Node, amount: int) -> int:
 # -- the compact form kept in a result ------------------------------------------------------------
 
 
-def to_json(tree: Node, layer_of: Callable[[str], str] | None = None, number: int = 1) -> dict[str, Any]:
+def to_json(tree: Node, layer_of: Callable[[str], str] | None = None, number: int = 1,
+            metric: str = "Ir") -> dict[str, Any]:
     """``tree`` with standardised names, siblings of one name merged, as nested lists with a name table."""
     names: list[str] = []
     layers: list[str] = []
@@ -199,7 +215,7 @@ def to_json(tree: Node, layer_of: Callable[[str], str] | None = None, number: in
         return out
 
     tree_json = pack(tree)
-    return {"metric": "Ir", "number": number, "names": names, "layers": layers, "tree": tree_json}
+    return {"metric": metric, "number": number, "names": names, "layers": layers, "tree": tree_json}
 
 
 def _merge(a: list[Any], b: list[Any], names: list[str]) -> list[Any]:

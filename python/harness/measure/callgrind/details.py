@@ -46,6 +46,8 @@ def profile_json(p: Profile) -> dict[str, Any]:
                     inclusive_events=p.inclusive_events)
     if p.calls:  # the call graph: a baseline's, for a flame graph to subtract it path by path
         data.update(functions=p.functions, calls=p.calls)
+    if p.cycles_calls:
+        data.update(cycles_functions=p.cycles_functions, cycles_calls=p.cycles_calls)
     return data
 
 
@@ -54,7 +56,8 @@ def profile_from_json(data: dict[str, Any]) -> Profile:
                    events=data.get("events") or ["Ir"], totals=data.get("totals") or {"Ir": data["total"]},
                    exclusive_events=data.get("exclusive_events") or {},
                    inclusive_events=data.get("inclusive_events") or {},
-                   functions=data.get("functions") or {}, calls=data.get("calls") or {})
+                   functions=data.get("functions") or {}, calls=data.get("calls") or {},
+                   cycles_functions=data.get("cycles_functions") or {}, cycles_calls=data.get("cycles_calls") or {})
 
 
 def top_symbols(stmt: Profile, baseline: Profile | None, number: int, n: int = TOP_SYMBOLS) -> dict[str, float]:

@@ -7,7 +7,9 @@ bytes move a count (``run.instructions.counted_request`` drops them), so a
 count with a flame graph is the same count as one without.
 
 - ``flame``: keep the call tree of the first repeat (baseline subtracted,
-  ``number`` runs, each function's PyTorch layer) in ``extra["flame"]``.
+  ``number`` runs, each function's PyTorch layer) in ``extra["flame"]``; when
+  the count simulated the caches (``--cache-sim``), the same tree by estimated
+  cycles in ``extra["flame_cycles"]``.
 - ``keep_profile``: a directory; write the first repeat's callgrind dump
   (``NAME.callgrind.out``, for KCachegrind/QCachegrind or
   ``callgrind_annotate``) and its call tree in speedscope's file format
@@ -28,13 +30,14 @@ from harness._version import __version__
 from harness.errors import UsageError
 from harness.files.atomic import atomic_write_text
 from harness.files.oserrors import path_error
-from harness.measure.callgrind.call_tree import ROOT, Node, call_tree, to_json
+from harness.measure.callgrind.call_tree import CYCLES, ROOT, Node, call_tree, to_json
 from harness.measure.callgrind.layers import load_rules
 from harness.measure.callgrind.stats import standardize_symbol
 from harness.measure.counters.profile import Profile
 from harness.model.task import Task
 
 FLAME = "flame"  # task parameter: keep the call tree in extra["flame"]
+FLAME_CYCLES = "flame_cycles"  # the extra field of the tree by estimated cycles, when the caches were simulated
 KEEP_PROFILE = "keep_profile"  # task parameter: the directory the profile files go to
 PARAMS = (FLAME, KEEP_PROFILE)  # read where a count is finished; a counting child never sees them
 SPEEDSCOPE_SCHEMA = "https://www.speedscope.app/file-format-schema.json"
@@ -54,6 +57,9 @@ def flame_details(task: Task, stmt: Profile, baseline: Profile | None, number: i
     if params.get(FLAME):
         rules = load_rules(params.get("layers") or None)
         extra["flame"] = to_json(call_tree(stmt, baseline), lambda f: rules.classify(f)[0], number)
+        if stmt.cycles_calls:  # a cache simulation: the same tree by estimated cycles
+            tree = call_tree(stmt, baseline, metric=CYCLES)
+            extra[FLAME_CYCLES] = to_json(tree, lambda f: rules.classify(f)[0], number, metric=CYCLES)
     directory = params.get(KEEP_PROFILE)
     if directory:
         extra["profiles"] = keep_profile(Path(directory), task, stmt, baseline, number, text)

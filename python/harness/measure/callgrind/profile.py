@@ -33,6 +33,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from harness.errors import HarnessError
+from harness.measure.counters.cache import cycle_weights, is_cache_sim
 from harness.measure.counters.profile import Profile
 
 _COMPRESSED = re.compile(r"\((\d+)\)(?: (.*))?$")
@@ -161,6 +162,11 @@ def parse_text(text: str) -> Profile:
     home: dict[tuple[str, str], str] = {}  # the fl= file of a function's own fn= line
     named: dict[tuple[str, str], str] = {}  # the file a caller's cfi= gave it (a function never entered)
     fn_key = callee_key = ("", "")
+    # A cache simulation's call graph in estimated cycles too: the formula is linear in the events,
+    # so a line's cycles are its events weighed (``counters.cache.cycle_weights``).
+    weights = cycle_weights(names) if many and is_cache_sim(names) else None
+    cyc_own: defaultdict[tuple[str, str], int] = defaultdict(int)
+    cyc_calls: defaultdict[tuple[str, str], defaultdict[tuple[str, str], int]] = defaultdict(lambda: defaultdict(int))
     fl_file = call_obj = ""
     cur_obj = cur_file = cur_fn = cfile = ""
     cur_name = ":"
@@ -185,12 +191,16 @@ def parse_text(text: str) -> Profile:
                 called_cost[callee] += cost
                 incl_own[cur_name] += cost
                 fn_calls[fn_key][callee_key] += cost
+                if weights is not None:
+                    cyc_calls[fn_key][callee_key] += sum(v * w for v, w in zip(vec, weights, strict=True))
                 if many:
                     add(called_vec, callee, vec)
             else:
                 self_cost[cur_name] += cost
                 incl_own[cur_name] += cost
                 fn_own[fn_key] += cost
+                if weights is not None:
+                    cyc_own[fn_key] += sum(v * w for v, w in zip(vec, weights, strict=True))
                 if many:
                     add(self_vec, cur_name, vec)
             continue
@@ -262,4 +272,7 @@ def parse_text(text: str) -> Profile:
     calls = {fn_label(k): {fn_label(c): n for c, n in out.items() if n} for k, out in fn_calls.items()}
     return Profile(total=found["Ir"], exclusive=exclusive, inclusive=inclusive, trigger=trigger, events=names,
                    totals=found, exclusive_events=exclusive_events, inclusive_events=inclusive_events,
-                   functions=functions, calls={k: out for k, out in calls.items() if out})
+                   functions=functions, calls={k: out for k, out in calls.items() if out},
+                   cycles_functions={fn_label(k): c for k, c in cyc_own.items() if c},
+                   cycles_calls={fn_label(k): {fn_label(c): n for c, n in out.items() if n}
+                                 for k, out in cyc_calls.items() if any(out.values())})

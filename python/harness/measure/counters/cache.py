@@ -66,6 +66,13 @@ def figures(events: Mapping[str, float]) -> dict[str, float]:
     return out
 
 
+def cycle_weights(events: list[str]) -> list[int]:
+    """Each event's weight in ``estimated_cycles``, in ``events`` order: the formula is linear, so a cost
+    line's cycles are its events weighed (how the parser gives a call graph in cycles)."""
+    zero = figures({})["estimated_cycles"]
+    return [int(figures({name: 1})["estimated_cycles"] - zero) if name in EVENTS else 0 for name in events]
+
+
 def is_cache_sim(events: list[str]) -> bool:
     """Whether a dump's events are a cache simulation's."""
     return "D1mr" in events

@@ -38,6 +38,9 @@ class Profile:
     # its own ``fn=`` line: its own cost, and caller -> {callee: inclusive cost of those calls}.
     functions: dict[str, int] = dataclasses.field(default_factory=dict)
     calls: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)
+    # The same graph in estimated cycles (``counters.cache``), filled for a cache simulation's dump only.
+    cycles_functions: dict[str, int] = dataclasses.field(default_factory=dict)
+    cycles_calls: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)
 
     def exclusive_of(self, event: str) -> dict[str, int]:
         """{function: own cost} of ``event`` (Ir: ``exclusive``); empty when not recorded per function."""
