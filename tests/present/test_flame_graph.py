@@ -128,3 +128,42 @@ def test_the_report_draws_them_and_a_run_against_itself_changes_nowhere(flame_ru
     assert dom.stdout.count('data-drawn="1"') == 2
     assert dom.stdout.count('class="frame"') > 20
     assert re.search(r'<g [^>]*name="all"', dom.stdout)
+
+
+def test_under_the_cache_simulation_a_second_tree_adds_up_to_the_estimated_cycles(tmp_path):
+    from harness.bench import run_tasks
+    from harness.model.task import Task
+    from harness.options import RunOptions
+
+    record = tmp_path / "cache.json"
+    task = Task(suite="flame_ops", name="add", kind="timer", mode="instructions",
+                params={"stmt": "y = x + 1", "setup": "import torch\nx = torch.ones(4)"})
+    run_tasks([task], RunOptions(mode="instructions", cache_sim=True, flame=True, keep_worker=0, output=str(record)))
+    result = _result(record)
+    number = result.number_per_run
+    cycles = result.extra["flame_cycles"]
+    assert cycles["metric"] == "estimated_cycles" and result.extra["flame"]["metric"] == "Ir"
+    # The cycles tree's root is the table's estimated cycles (baseline subtracted) of `number` runs, exactly.
+    assert cycles["tree"][1] == round(result.extra["cache"]["estimated_cycles"] * number)
+    assert cycles["tree"][1] / number == result.extra["cache"]["estimated_cycles"]
+    assert result.extra["flame"]["tree"][1] / number == result.value
+    assert cycles["tree"][1] > result.extra["flame"]["tree"][1]  # every instruction costs at least a cycle
+    assert all(n.self_value >= 0 for n in from_json(cycles).walk())
+    page = build_report([("a.json", load_runs(record)[-1]), ("b.json", load_runs(record)[-1])])
+    assert "call tree, by inclusive estimated cycles" in page and "differential of estimated cycles" in page
+
+
+def test_flame_options_need_callgrind_instruction_counts(tmp_path, cli):
+    (tmp_path / "one").mkdir()
+    (tmp_path / "one" / "suite.py").write_text("import harness\nsuite = harness.Suite()\nsuite.timer('noop', 'pass')\n")
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    for flags, message in (
+        (("--flame",), "--flame draws on instruction counts: add --mode instructions"),
+        (("--keep-profiles", str(tmp_path / "p")), "--keep-profiles draws on instruction counts"),
+        (("--flame", "--mode", "instructions", "--counter", "perf"), "--flame needs callgrind's call graph"),
+        (("--keep-profiles", str(blocker / "p"), "--mode", "instructions"), "cannot keep profiles in it"),
+    ):
+        done = cli("bench", "--path", str(tmp_path), *flags)
+        assert done.returncode == 2 and message in done.stderr, done.stderr
+        assert "Traceback" not in done.stderr
