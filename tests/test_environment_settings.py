@@ -82,6 +82,12 @@ SETTINGS: dict[str, dict[str, tuple[str, ...]]] = {
     },
     "HARNESS_COUNTER": {"in an instruction-counting worker": ("test_callgrind_worker_environment",)},
     "HARNESS_CALLGRIND_DIR": {"in a callgrind worker": ("test_callgrind_worker_environment",)},
+    "HARNESS_CACHE_SIM": {"in a callgrind worker": (
+        "tests/measure/callgrind/test_cache_sim.py::test_a_cache_sim_worker_gets_the_geometry_and_HARNESS_CACHE_SIM",)},
+    "GITHUB_STEP_SUMMARY": {
+        "FILE": ("tests/present/test_markdown.py::test_compare_markdown_is_a_table_of_what_changed_appended_to_the_step_summary",),
+        "unset or empty": ("tests/present/test_markdown.py::test_without_the_variable_nothing_is_written_and_a_summary_that_cannot_be_written_is_one_clear_error",),
+    },
     "HARNESS_PCH_LOG": {"in the background PCH builder": ("test_pch_builder_log",)},
     "HARNESS_TEST_KILL_AT": {
         "temporary": (KILL_STEPS, "test_kill_at"),

@@ -74,6 +74,26 @@ def misplaced(parser: argparse.ArgumentParser, args: argparse.Namespace, extra: 
     return f"{' '.join(words)}: {name} belongs to {where}"
 
 
+def add_markdown(parser: argparse.ArgumentParser) -> None:
+    """``--markdown``: the summary as GitHub-flavoured markdown (``compare``, ``check``, ``history changes``)."""
+    parser.add_argument(
+        "--markdown", action="store_true",
+        help="print GitHub-flavoured markdown instead of tables (the changes beyond the noise, what moved most, "
+        "a one-line verdict), and append it to $GITHUB_STEP_SUMMARY when that names a file; exit status unchanged",
+    )
+
+
+def print_markdown(text: str) -> None:
+    """``text`` on standard output, and appended to ``$GITHUB_STEP_SUMMARY`` when that names a file."""
+    import sys
+
+    from harness.present.markdown import step_summary
+
+    sys.stdout.write(text + "\n")  # a blank line: what the command prints next does not join the last table
+    sys.stdout.flush()
+    step_summary(text)
+
+
 def check_percentage(flag: str, value: float | None) -> None:
     """A percentage flag is left out or at least 0."""
     if value is not None and value < 0:

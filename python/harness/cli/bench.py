@@ -88,6 +88,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="also list the largest functions of each layer and the rule that claimed each (implies --layers)",
     )
     bench.add_argument(
+        "--cache-sim", action="store_true",
+        help="with --mode instructions: count under callgrind's cache simulation at a fixed geometry (I1, D1 "
+        "32 KiB 8-way, LL 8 MiB 16-way, 64 B lines): data reads and writes, misses, L1/LL/RAM hits and "
+        "estimated cycles per benchmark; counts with callgrind",
+    )
+    bench.add_argument(
         "--flame", action="store_true",
         help="with --mode instructions: keep each count's call tree in the record, for the flame graphs of "
         "`report` (a differential one against an earlier run); counts with callgrind",
@@ -147,6 +153,7 @@ def run(args: argparse.Namespace) -> int:
         counter=args.counter, keep_worker=args.keep_worker, in_process=args.in_process, output=args.output,
         pythons=tuple(args.pythons),
         layers=bool(args.layers or args.layers_rules or args.explain_layers), layers_rules=args.layers_rules,
+        cache_sim=args.cache_sim,
         phases=args.phases,
         flame=args.flame, keep_profiles=args.keep_profiles,
         shard=parse_shard(args.shard) if args.shard else None, durations=args.durations,
@@ -166,6 +173,11 @@ def run(args: argparse.Namespace) -> int:
         print_results(record.results, tables={s.name: s.table for s in suites if s.table})
     if options.layers:
         print_layers(record.results, output_console(), explain=args.explain_layers)
+    if options.cache_sim:
+        from harness.present.cache_table import cache_table
+
+        if (table := cache_table(record.results)) is not None:
+            output_console().print(table)
     if options.phases:
         from harness.present.phase_table import phase_tables
 

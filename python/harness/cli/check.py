@@ -7,6 +7,7 @@ import argparse
 
 from rich.markup import escape
 
+from harness.cli.arguments import add_markdown, print_markdown
 from harness.errors import UsageError
 
 
@@ -37,6 +38,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--metric", action="append", metavar="METRIC",
         help="judge this metric (repeatable; default: the metrics FILE has rows for)",
     )
+    add_markdown(check)
     check.set_defaults(handler=run)
 
 
@@ -74,7 +76,12 @@ def run(args: argparse.Namespace) -> int:
             f"--metric compile_time_instruction_count"
         )
     verdicts = check.check(expected, actual, args.metric)
-    print_verdicts(verdicts, console)
+    if args.markdown:
+        from harness.present.markdown import check_markdown
+
+        print_markdown(check_markdown(verdicts, expected=args.expected))
+    else:
+        print_verdicts(verdicts, console)
     refresh = check.refresh_command(args.results, args.expected, args.metric)
     counts = {v: sum(1 for x in verdicts if x.verdict == v) for v in (check.REGRESSION, check.MISSING, check.IMPROVED, check.NEW)}
     if args.propose:

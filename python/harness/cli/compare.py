@@ -8,7 +8,7 @@ import argparse
 from rich.console import Console
 from rich.markup import escape
 
-from harness.cli.arguments import check_percentage
+from harness.cli.arguments import add_markdown, check_percentage, print_markdown
 from harness.errors import UsageError
 from harness.options import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, DEFAULT_NOISE_MARGIN
 
@@ -51,6 +51,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="compile-time cases: name the torch compile phase that moved and show each phase's change "
         "(both runs made with bench --phases)",
     )
+    add_markdown(compare)
     compare.set_defaults(handler=run)
 
 
@@ -95,8 +96,15 @@ def run(args: argparse.Namespace) -> int:
     thresholds = Thresholds(args.alpha, args.min_effect / 100, args.noise_margin / 100)
     comparison = compare_runs(records[0], records[1], thresholds)
     notes = environment_notes(records[0], records[1])
-    print_comparison(comparison, console, symbols=args.symbols, top=args.top, notes=notes, sides=sides,
-                     layers=args.layers, phases=args.phases)
+    if args.markdown:
+        from harness.present.markdown import comparison_markdown
+
+        base_label, new_label = sides or ("base", "new")
+        print_markdown(comparison_markdown(comparison, base_label=base_label, new_label=new_label,
+                                           noise_margin=args.noise_margin / 100))
+    else:
+        print_comparison(comparison, console, symbols=args.symbols, top=args.top, notes=notes, sides=sides,
+                         layers=args.layers, phases=args.phases)
     if args.fail_on_regression is not None:
         bad = comparison.regressions(beyond=args.fail_on_regression / 100)
         broken = comparison.newly_failed()

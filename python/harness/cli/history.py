@@ -12,7 +12,13 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from harness.cli.arguments import add_pattern, check_percentage, describe_subcommands
+from harness.cli.arguments import (
+    add_markdown,
+    add_pattern,
+    check_percentage,
+    describe_subcommands,
+    print_markdown,
+)
 from harness.errors import UsageError
 from harness.options import HISTORY_ENV
 
@@ -56,6 +62,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="exit 1 when the newest run is at a level more than PCT percent worse than the one before it "
         "(a step up in time or instructions)",
     )
+    add_markdown(changes)
     changes.set_defaults(handler=run_changes)
     describe_subcommands(actions)
 
@@ -174,7 +181,13 @@ def _changes(history, trends, args: argparse.Namespace, console: Console) -> int
 
     changes = find_changes(trends)
     unit = "runs" if args.by == "time" else args.by + "s"
-    if changes:
+    if args.markdown:
+        from harness.present.history_table import why
+        from harness.present.markdown import changes_markdown
+
+        print_markdown(changes_markdown(changes, [why(history, c) for c in changes], runs=len(trends.runs),
+                                        benchmarks=len(trends.benchmarks)))
+    elif changes:
         console.print(changes_table(history, changes, f"steps over {len(trends.runs)} {unit} in "
                                                       f"{history.location.shown}"))
     else:

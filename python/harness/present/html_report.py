@@ -25,6 +25,7 @@ from harness.model.record import RunRecord
 from harness.model.result import TaskResult
 from harness.options import NOISY_IQR_FRACTION
 from harness.present import plots, trends
+from harness.present.cache_table import cache_section
 from harness.present.flame_graph import flame_section
 from harness.present.html_parts import Runs, escape, results_table, run_label
 from harness.present.table import format_value
@@ -215,6 +216,7 @@ def sections() -> list[tuple[str, Callable[[Runs], str | None], str]]:
             out.append((title, kinds.resolve(kind.report, f"the report section of kind {kind.name!r}"),
                         f"no run has results of kind {kind.name!r} to show"))
     out.append(("Flame graphs", flame_section, "no run has call trees (bench --mode instructions --flame keeps them)"))
+    out.append(("Cache figures", cache_section, "no run has cache figures (bench --mode instructions --cache-sim)"))
     out.append(("History", _history_section, "needs at least two runs with a benchmark in common"))
     out.append(("Trends", _trends_section, "needs at least two runs with a benchmark in common"))
     return out

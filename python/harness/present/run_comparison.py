@@ -23,6 +23,7 @@ from harness.model.phases import moved_phase, phases_of
 from harness.model.record import RunRecord
 from harness.model.result import TaskResult
 from harness.options import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, DEFAULT_NOISE_MARGIN
+from harness.present.cache_table import cache_change_table, cycles_layer_change_table
 from harness.present.layer_table import layer_change_table
 from harness.present.phase_table import change_text, phase_change_table
 from harness.present.table import format_value
@@ -291,6 +292,9 @@ def print_comparison(
         console.print(f"[yellow]note:[/yellow] {escape(note)}", highlight=False)
     for table in comparison_tables(comparison, sides=sides):
         console.print(table)
+    cache = cache_change_table((f"{row.suite}/{row.name}", row.base, row.new) for row in comparison.rows)
+    if cache is not None:  # both runs counted with --cache-sim
+        console.print(cache)
     for label, results in (("added (only in new)", comparison.added), ("removed (only in base)", comparison.removed)):
         if results:
             console.print(f"[bold]{label}:[/bold]")
@@ -329,6 +333,8 @@ def _print_phases(comparison: Comparison, console: Console) -> None:
 def _print_layers(comparison: Comparison, console: Console) -> None:
     tables = [t for row in comparison.rows
               if (t := layer_change_table(f"{row.suite}/{row.name}", row.base, row.new)) is not None]
+    tables += [t for row in comparison.rows
+               if (t := cycles_layer_change_table(f"{row.suite}/{row.name}", row.base, row.new)) is not None]
     for table in tables:
         console.print(table)
     if not tables:

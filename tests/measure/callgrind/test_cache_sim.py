@@ -106,3 +106,21 @@ def test_contiguous_and_strided_gathers_count_alike_but_miss_the_caches_apart():
     assert strided["D1mr"] > 4 * contiguous["D1mr"]
     assert strided["estimated_cycles"] > 1.5 * contiguous["estimated_cycles"]
     assert contiguous["Ir"] == c1.own_counts(denoise=False)
+
+
+def test_a_cache_sim_worker_gets_the_geometry_and_HARNESS_CACHE_SIM():
+    import shutil
+
+    from harness.measure.callgrind.counter import CallgrindCounter
+
+    if shutil.which("valgrind") is None:
+        pytest.skip("valgrind is not installed")
+    sim, plain = CallgrindCounter(cache_sim=True), CallgrindCounter()
+    try:
+        prefix = sim.worker_prefix()
+        assert prefix[prefix.index("--tool=callgrind"):][-len(valgrind_flags()) - 2:-2] == valgrind_flags()
+        assert sim.worker_env()["HARNESS_CACHE_SIM"] == "1"
+        assert "HARNESS_CACHE_SIM" not in plain.worker_env() and "--cache-sim=yes" not in plain.worker_prefix()
+    finally:
+        sim.close()
+        plain.close()
