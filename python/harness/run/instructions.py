@@ -44,6 +44,7 @@ from harness.measure.callgrind.details import (
     profile_json,
 )
 from harness.measure.callgrind.flame import PARAMS as FLAME_PARAMS
+from harness.measure.callgrind.flame import flame_details, wants_tree
 from harness.measure.callgrind.globals import load_globals
 from harness.measure.counter_choice import worker_counter
 from harness.measure.counters.base import InstructionCounter
@@ -337,6 +338,8 @@ def instruction_result(
         "baseline": base_total / number if baseline is not None else None,
     }
     extra.update(count_details(stmt, baseline, number, detail, task.params.get("layers")))
+    if wants_tree(task.params) and stmt and stmt[0].calls:  # counted here, not in a zygote's child
+        extra.update(flame_details(task, stmt[0], baseline, number, stmt[0].source))
     return TaskResult(
         task=task,
         status="ok",

@@ -105,3 +105,17 @@ def test_speedscope_samples_add_up_to_the_tree():
     assert len(prof["samples"]) == len(prof["weights"])
     assert all(0 <= i < len(doc["shared"]["frames"]) for s in prof["samples"] for i in s)
     assert doc["$schema"] == "https://www.speedscope.app/file-format-schema.json"
+
+
+def test_a_count_finished_where_it_was_counted_keeps_its_tree_too():
+    # A worker that could not fork a zygote counts and parses in place (run.instructions.instruction_result).
+    from harness.measure.callgrind.counter import CallgrindCounter
+    from harness.model.task import Task
+    from harness.run.instructions import instruction_result
+
+    profile = parse_text(DUMP)
+    task = Task(suite="s", name="n", kind="timer", params={"stmt": "pass", "flame": True}, mode="instructions")
+    result = instruction_result(task, CallgrindCounter(), [profile], None, 10, "symbols")
+    assert result.extra["flame"]["tree"][1] == profile.total == result.samples[0] * 10
+    plain = Task(suite="s", name="n", kind="timer", params={"stmt": "pass"}, mode="instructions")
+    assert "flame" not in instruction_result(plain, CallgrindCounter(), [profile], None, 10, "symbols").extra
