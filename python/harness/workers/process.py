@@ -4,7 +4,9 @@ Requests go in on the process's stdin, answers come back on a pipe of their
 own (user statements may print to stdout, which the worker points at its
 stderr); the last bytes of stderr are kept for the report of a failed task.
 The process gets a session of its own, so Ctrl-C in the terminal is the
-harness's to handle, and ``kill()`` takes down everything it started.
+harness's to handle, and ``kill()`` takes down everything it started; it
+is killed by the kernel when this process ends, however it ends
+(``workers.parent_death``), so a ``kill -9`` of the harness leaves none behind.
 """
 
 from __future__ import annotations
