@@ -76,7 +76,7 @@ SCRIPT = """
     var root = expand(g, g.tree);
     var total = root.v;
     var canvas = box.querySelector(".canvas");
-    var width = Math.max(600, canvas.clientWidth || 960);
+    var width = Math.max(600, (canvas.clientWidth || 964) - 4);
     var details = box.querySelector(".details");
     var tip = flamegraph.tooltip.defaultFlamegraphTooltip().text(function (d) {
       var v = d.data.v / g.number;
@@ -88,7 +88,8 @@ SCRIPT = """
       }
       return text;
     });
-    var chart = flamegraph.default().width(width).cellHeight(16).minFrameSize(1).transitionDuration(200)
+    // Drawn at once (no grow-in animation); zooms animate.
+    var chart = flamegraph.default().width(width).cellHeight(16).minFrameSize(1).transitionDuration(0)
       .sort(false).tooltip(tip).setDetailsElement(details)
       .setSearchMatch(function (d, term) {
         var name = d.data.f || "";
@@ -104,6 +105,7 @@ SCRIPT = """
       chart.setColorMapper(function (d) { return d.highlight ? "#e600e6" : (colours[d.data.y] || colours.other); });
     }
     d3.select(canvas).datum(root).call(chart);
+    chart.transitionDuration(200);
     var search = box.querySelector("input.search");
     search.addEventListener("input", function () { if (search.value) { chart.search(search.value); } else { chart.clear(); } });
     box.querySelector("button.reset").addEventListener("click", function () { chart.resetZoom(); });
