@@ -49,8 +49,9 @@ def main() -> None:
     worst = max(r["ratio"] for r in rows)
     print(f"worst ratio {worst:.2f}x (target <= 2x): {'ok' if worst <= 2 else 'over'}")
     if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(rows, f, indent=2)
+        from harness.files.atomic import atomic_write_text
+
+        atomic_write_text(args.json, json.dumps(rows, indent=2))
 
 
 if __name__ == "__main__":
