@@ -308,85 +308,148 @@ def _compile(statements: list[CppStatement], include_set: str) -> tuple[Path, _B
     The module's file, what it holds, and the seconds compiling (None when another process built it
     while we waited for its lock).
     """
-    tc = toolchain()
-    module_key = hashlib.sha256(
-        "\n".join([tc.key, include_set, *[s.key for s in statements]]).encode()).hexdigest()[:16]
-    name = f"hstmt_{module_key}"
+    module_key, name = _module_name(statements, include_set)
     build_dir = _module_dir(module_key)
     with _file_lock(build_dir.parent / f"{module_key}.lock"):
         so = build_dir / f"{name}.so"
-        if so.exists():
-            built = _describe(name, so)
-            if built is not None:
-                return so, built, None
-            # Damaged: nothing in the directory is trusted (ninja would keep a truncated
-            # .so or .o that looks newer than its sources).
-            shutil.rmtree(build_dir, ignore_errors=True)
+        built = _cached(name, so)
+        if built is not None:
+            return so, built, None
         build_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        includes: dict[str, None] = {}
-        if include_set.endswith(API):
-            for s in statements:
-                includes.update(dict.fromkeys(api_includes(s)))
-        sources = []
-        for t, text in enumerate(generate_sources(name, statements, include_set, list(includes))):
-            path = build_dir / f"tu{t}.cpp"
-            atomic_write_text(path, text)
-            sources.append(str(path))
-        cflags = [*tc.extra_cflags, "-Winvalid-pch"]
+        sources = _write_sources(name, statements, include_set, build_dir)
+        header = _Header.of(include_set)
+        built, seconds = _build_module(name, statements, include_set, sources, build_dir, header)
+        _mark_complete(so, built)  # last: a module without it was never finished (or predates markers)
+        _tend_pch(header, name, build_dir, built)
+        return so, built, seconds
+
+
+def _module_name(statements: list[CppStatement], include_set: str) -> tuple[str, str]:
+    """The module's key (its directory and lock under the toolchain's modules) and its name."""
+    module_key = hashlib.sha256(
+        "\n".join([toolchain().key, include_set, *[s.key for s in statements]]).encode()).hexdigest()[:16]
+    return module_key, f"hstmt_{module_key}"
+
+
+def _cached(name: str, so: Path) -> _Built | None:
+    """What the module already at ``so`` holds (an earlier build, or the one we waited for), or None.
+
+    A damaged module is removed with its directory: nothing there is trusted (ninja would keep a
+    truncated .so or .o that looks newer than its sources).
+    """
+    if not so.exists():
+        return None
+    built = _describe(name, so)
+    if built is None:
+        shutil.rmtree(so.parent, ignore_errors=True)
+    return built
+
+
+def _write_sources(name: str, statements: list[CppStatement], include_set: str, build_dir: Path) -> list[str]:
+    """The module's translation units, written into ``build_dir``; their paths."""
+    includes: dict[str, None] = {}
+    if include_set.endswith(API):
+        for s in statements:
+            includes.update(dict.fromkeys(api_includes(s)))
+    sources = []
+    for t, text in enumerate(generate_sources(name, statements, include_set, list(includes))):
+        path = build_dir / f"tu{t}.cpp"
+        atomic_write_text(path, text)
+        sources.append(str(path))
+    return sources
+
+
+@dataclasses.dataclass(frozen=True)
+class _Header:
+    """The header every TU of a module is compiled with (``-include``): the PCH's when PCH is on."""
+
+    use_pch: bool
+    pch_set: str  # the include set whose header (and PCH) it is
+    path: str
+    had_pch: bool  # the set's .gch was there, intact, before this build
+
+    @classmethod
+    def of(cls, include_set: str) -> _Header:
         use_pch = pch_enabled()
         pch_set = precompiled(include_set)
-        header = str(pch_header(pch_set) if use_pch else plain_header(pch_set))
-        cflags[0:0] = ["-include", header]
-        had_pch = use_pch and pch_intact(pch_set)
-        # The first module of a toolchain is built by cpp_extension, which also builds the runtime (in a
-        # thread, beside it) and leaves the recipe every later module is built with, without torch.
-        rules = recipe() if runtime_built() else None
-        starter = PchStarter(build_dir, pch_set) if use_pch and not had_pch else None
-        if starter is not None:
-            starter.start()
-        runtime_ready = None
-        if rules is None:
-            # Imported here, before the thread: two threads importing torch at once fail
-            # ("partially initialized module"), and cpp_extension imports torch.
-            import torch.utils.cpp_extension  # noqa: F401
+        path = str(pch_header(pch_set) if use_pch else plain_header(pch_set))
+        return cls(use_pch, pch_set, path, use_pch and pch_intact(pch_set))
 
-            runtime_ready = threading.Thread(target=_quietly(runtime), daemon=True)
-            runtime_ready.start()
+
+def _build_module(
+    name: str, statements: list[CppStatement], include_set: str, sources: list[str], build_dir: Path,
+    header: _Header,
+) -> tuple[_Built, float]:
+    """Compile and link the module from ``sources``; what it holds and the seconds it took."""
+    # The first module of a toolchain is built by cpp_extension, which also builds the runtime (in a
+    # thread, beside it) and leaves the recipe every later module is built with, without torch.
+    rules = recipe() if runtime_built() else None
+    with _helpers(build_dir, header, build_runtime=rules is None):
         t0 = time.monotonic()
-        try:
-            if rules is not None:
-                rejected = pch_rejected(build_module(rules, name, sources, build_dir, header))
-            else:
-                # A plain shared library: the runtime loads it (no Python headers in statement TUs).
-                load_extension(name, sources, build_dir, cflags, python_module=False)
-        except NinjaFailed as exc:
-            raise _CompileFailed(exc.output) from None
-        except Exception as exc:  # cpp_extension raises RuntimeError carrying ninja's output
-            raise _CompileFailed(str(exc)) from None
-        finally:
-            if starter is not None:
-                starter.done.set()
-            if runtime_ready is not None:
-                runtime_ready.join()
-        seconds = time.monotonic() - t0
+        rejected = _run_compiler(rules, name, sources, build_dir, header)
+    seconds = time.monotonic() - t0
+    if rules is not None:
+        return _Built(tuple(s.key for s in statements), header.had_pch and not rejected, include_set), seconds
+    sys.modules.pop(name, None)
+    module = _import_module(name, build_dir / f"{name}.so")
+    built = _Built(tuple(module.keys), bool(module.pch_used), module.include_set)
+    record_recipe(build_dir, name, header.path)
+    return built, seconds
+
+
+@contextlib.contextmanager
+def _helpers(build_dir: Path, header: _Header, build_runtime: bool) -> Iterator[None]:
+    """Beside a module's build: the PCH's build when its .gch is missing, and the runtime's (the first
+    module of a toolchain); the block's end lets the PCH build go and waits for the runtime."""
+    starter = PchStarter(build_dir, header.pch_set) if header.use_pch and not header.had_pch else None
+    if starter is not None:
+        starter.start()
+    runtime_ready = None
+    if build_runtime:
+        # Imported here, before the thread: two threads importing torch at once fail
+        # ("partially initialized module"), and cpp_extension imports torch.
+        import torch.utils.cpp_extension  # noqa: F401
+
+        runtime_ready = threading.Thread(target=_quietly(runtime), daemon=True)
+        runtime_ready.start()
+    try:
+        yield
+    finally:
+        if starter is not None:
+            starter.done.set()
+        if runtime_ready is not None:
+            runtime_ready.join()
+
+
+def _run_compiler(
+    rules: dict[str, str] | None, name: str, sources: list[str], build_dir: Path, header: _Header,
+) -> bool:
+    """Build the module with the recipe's ``rules`` (ninja) or, without them, cpp_extension; whether
+    g++ rejected the PCH (ninja's build only). A failure is _CompileFailed with the compiler's output."""
+    try:
         if rules is not None:
-            built = _Built(tuple(s.key for s in statements), had_pch and not rejected, include_set)
-        else:
-            sys.modules.pop(name, None)
-            module = _import_module(name, so)
-            built = _Built(tuple(module.keys), bool(module.pch_used), module.include_set)
-            record_recipe(build_dir, name, header)
-        _mark_complete(so, built)  # last: a module without it was never finished (or predates markers)
-        if use_pch and had_pch and not built.pch_used:
-            # g++ rejected the .gch (stale: flags or headers differ): rebuild it with this build's flags.
-            log_event("pch_rejected", module=name, include_set=pch_set)
-            with contextlib.suppress(FileNotFoundError):
-                pch_file(pch_set).unlink()
-        if use_pch and not pch_file(pch_set).exists():
-            found = read_ninja(build_dir)
-            if found is not None:
-                start_pch_build(pch_command(*found, pch_set), pch_set)
-        return so, built, seconds
+            return pch_rejected(build_module(rules, name, sources, build_dir, header.path))
+        # A plain shared library: the runtime loads it (no Python headers in statement TUs).
+        cflags = ["-include", header.path, *toolchain().extra_cflags, "-Winvalid-pch"]
+        load_extension(name, sources, build_dir, cflags, python_module=False)
+        return False
+    except NinjaFailed as exc:
+        raise _CompileFailed(exc.output) from None
+    except Exception as exc:  # cpp_extension raises RuntimeError carrying ninja's output
+        raise _CompileFailed(str(exc)) from None
+
+
+def _tend_pch(header: _Header, name: str, build_dir: Path, built: _Built) -> None:
+    """After a build: a .gch g++ rejected is removed, and a missing one is built with this build's command."""
+    if header.use_pch and header.had_pch and not built.pch_used:
+        # g++ rejected the .gch (stale: flags or headers differ): rebuild it with this build's flags.
+        log_event("pch_rejected", module=name, include_set=header.pch_set)
+        with contextlib.suppress(FileNotFoundError):
+            pch_file(header.pch_set).unlink()
+    if header.use_pch and not pch_file(header.pch_set).exists():
+        found = read_ninja(build_dir)
+        if found is not None:
+            start_pch_build(pch_command(*found, header.pch_set), header.pch_set)
 
 
 def _record(statements: list[CppStatement], name: str) -> None:
