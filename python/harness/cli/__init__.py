@@ -1,7 +1,7 @@
 """The command line: ``python -m harness COMMAND``, one module per command.
 
 Lives here: ``list_cmd`` (``list``), ``bench``, ``merge``, ``compare``,
-``report``, ``check``, ``history`` (``history import|show|changes``),
+``report``, ``check``, ``noise``, ``history`` (``history import|show|changes``),
 ``cache``, ``workers``: each a parser builder ``add_parser(subparsers)``
 and its handler ``run(args)``, which parses and prints only and leaves the
 work to the layers below; ``arguments`` (the arguments more than one
@@ -25,12 +25,12 @@ import threading
 from collections.abc import Sequence
 
 from harness._version import __version__
-from harness.cli import bench, cache, check, compare, history, list_cmd, merge, report, workers
+from harness.cli import bench, cache, check, compare, history, list_cmd, merge, noise, report, workers
 from harness.cli.arguments import describe_subcommands, misplaced
 from harness.errors import HarnessError, Terminated, UsageError
 
 # In the order the top-level help lists them.
-COMMANDS = (list_cmd, bench, merge, compare, report, check, history, cache, workers)
+COMMANDS = (list_cmd, bench, merge, compare, report, check, noise, history, cache, workers)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,18 +1,16 @@
-"""benchmarks/compile_time/noise.py --write-expected: the expected file the gate reads, margins from measured spreads."""
+"""python -m harness noise --write-expected: the expected file the gate reads, margins from measured spreads."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[3]
 
 
 def _noise():
-    spec = importlib.util.spec_from_file_location("compile_time_noise", REPO / "benchmarks" / "compile_time" / "noise.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    from harness.present import noise_table
+
+    return noise_table
 
 
 def test_written_expected_file_gates_with_margins_from_the_spread(tmp_path, cli):

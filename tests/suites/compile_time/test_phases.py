@@ -74,8 +74,9 @@ def counted(suite_root: Path):
     return out, r, {res["extra"]["case"]: res for res in record["results"]}
 
 
-def _phases(result: dict) -> Phases:
-    phases = Phases.from_json(result["extra"]["phases"])
+def _phases(result) -> Phases:  # noqa: ANN001 - a result as JSON (a record's) or a TaskResult
+    extra = result["extra"] if isinstance(result, dict) else result.extra
+    phases = Phases.from_json(extra["phases"])
     assert phases is not None
     return phases
 
@@ -196,3 +197,76 @@ def test_wall_time_phases_add_up_to_the_measured_time(suite_root: Path):
 def test_phases_are_refused_where_nothing_would_be_split(cli):
     r = cli("bench", "basic", "--only", "empty", "--phases")
     assert r.returncode == 2 and "--phases splits compile-time cases" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.fixture(scope="module")
+def repeated(suite_root: Path):
+    """The eager case counted twice, each in a fresh worker with another environment size (the noise command's run)."""
+    import dataclasses
+
+    from harness.define.discovery import load_suite
+    from harness.measure.counter_choice import get_counter
+    from harness.run.repeats import run_repeats
+
+    task = next(t for t in load_suite("tiny", suite_root / "tiny" / "suite.py").tasks()
+                if t.mode == "instructions" and t.name.startswith(EAGER))
+    task = dataclasses.replace(task, params={**task.params, "phases": True, "functions": True})
+    counter = get_counter("callgrind")
+    results = []
+    try:
+        assert run_repeats([task], counter, 2, 2, None, lambda _, r: results.append(r), lambda *_: None)
+    finally:
+        counter.close()
+    assert all(r.ok for r in results), [r.error for r in results]
+    return results
+
+
+@needs_valgrind
+def test_the_same_case_counted_twice_has_the_same_phases_within_the_spread(repeated):
+    from harness.present.noise_table import spread, suggested_margin
+
+    totals = [r.extra["actual"] for r in repeated]
+    margin = suggested_margin(spread(totals))
+    a, b = (_phases(r) for r in repeated)
+    assert set(a.exclusive) == set(b.exclusive)
+    for path, value in a.inclusive().items():
+        if value > 0.01 * a.total:  # phases of at least 1% of the count: each within the case's margin
+            assert abs(b.inclusive()[path] - value) <= margin * value, path
+
+
+@needs_valgrind
+def test_noise_names_the_functions_and_phases_behind_the_spread(repeated):
+    from rich.console import Console
+
+    from harness.present.noise_table import function_table, phase_spread_table, varying_functions
+
+    varying = varying_functions(repeated)
+    totals = [r.extra["actual"] for r in repeated]
+    if totals[0] == totals[1]:
+        pytest.skip("both repeats counted the same: nothing varied to name")
+    assert varying and varying[0][2] == max(width for _, _, width in varying)  # the widest first
+    # Each function's counts are real: they add up to each repeat's total.
+    for i, r in enumerate(repeated):
+        assert sum(r.extra["functions"].values()) == r.extra["actual"], i
+    console = Console(width=400, record=True)
+    console.print(phase_spread_table(EAGER, repeated))
+    console.print(function_table(EAGER, repeated, top=5))
+    text = console.export_text()
+    assert "spread per torch compile phase" in text and "bytecode_tracing" in text
+    assert varying[0][0].split(":")[-1].split(" ")[0] in text
+
+
+def test_noise_says_which_cases_it_knows(cli):
+    r = cli("noise", "no_such_case", "--repeats", "2")
+    assert r.returncode == 2 and "no compile-time case matches no_such_case" in r.stderr
+
+
+@needs_valgrind
+def test_the_report_stacks_each_case_by_phase(counted, tmp_path, cli):
+    out, _, _ = counted
+    page = tmp_path / "report.html"
+    r = cli("report", str(out), "-o", str(page))
+    assert r.returncode == 0, r.stdout + r.stderr
+    text = page.read_text()
+    assert "by torch compile phase" in text and "smaller phases" in text
+    assert text.count("<svg") >= 2  # the totals' bars and the stacked bars
