@@ -73,7 +73,7 @@ def serve_socket(path: str, idle_timeout: float, handle: Any, session_ended: Any
 
 
 def _wait_for_session(pid: int, conn: socket.socket) -> tuple[int, bool]:
-    """The session's wait status once it ends, and whether it was ended because its client went.
+    """The session's wait status once it ends, and whether this server ended it because its client went.
 
     A client killed mid-count (``kill -9``, the OOM killer) closes its end of
     the socket, but the session only reads it after the statement returns,
@@ -93,7 +93,7 @@ def _wait_for_session(pid: int, conn: socket.socket) -> tuple[int, bool]:
         while True:
             done, status = os.waitpid(pid, os.WNOHANG)
             if done:
-                return status, hung_up_at is not None
+                return status, False  # ended by itself, or by its client (who may read its log)
             if hung_up_at is not None and time.monotonic() - hung_up_at >= _HANG_UP_GRACE:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(pid, signal.SIGKILL)
