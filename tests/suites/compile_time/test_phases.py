@@ -10,7 +10,6 @@ from __future__ import annotations
 import copy
 import json
 import shutil
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -56,10 +55,9 @@ needs_valgrind = pytest.mark.skipif(shutil.which("valgrind") is None, reason="ne
 
 @pytest.fixture(scope="module")
 def suite_root(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("phases") / "benchmarks"
-    (root / "tiny").mkdir(parents=True)
-    (root / "tiny" / "suite.py").write_text(textwrap.dedent(SUITE))
-    return root
+    import conftest  # its suite_root, which this fixture's name hides
+
+    return conftest.suite_root(tmp_path_factory.mktemp("phases"), "tiny", SUITE)
 
 
 @pytest.fixture(scope="module")
