@@ -35,11 +35,9 @@ def flame_run(tmp_path_factory):
     """(record, kept profiles' directory, the CLI's completed process) of one counted statement."""
     if shutil.which("valgrind") is None:
         pytest.skip("valgrind is not installed: call trees come from callgrind")
-    from conftest import run_cli
+    from conftest import run_cli, suite_root
 
-    root = tmp_path_factory.mktemp("flame")
-    (root / "flame_ops").mkdir()
-    (root / "flame_ops" / "suite.py").write_text(SUITE)
+    root = suite_root(tmp_path_factory.mktemp("flame"), "flame_ops", SUITE, folder="")
     record, kept = root / "run.json", root / "profiles"
     done = run_cli("bench", "--path", str(root), "flame_ops", "--mode", "instructions", "--flame",
                    "--keep-profiles", str(kept), "--output", str(record))
@@ -154,8 +152,9 @@ def test_under_the_cache_simulation_a_second_tree_adds_up_to_the_estimated_cycle
 
 
 def test_flame_options_need_callgrind_instruction_counts(tmp_path, cli):
-    (tmp_path / "one").mkdir()
-    (tmp_path / "one" / "suite.py").write_text("import harness\nsuite = harness.Suite()\nsuite.timer('noop', 'pass')\n")
+    from conftest import TINY_SUITE, suite_root
+
+    suite_root(tmp_path, "one", TINY_SUITE, folder="")
     blocker = tmp_path / "file"
     blocker.write_text("")
     for flags, message in (

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from markdown_it import MarkdownIt
 
-from conftest import run_cli
+from conftest import run_cli, suite_root
 from harness.records.store import load_runs
 
 SUITE = '''
@@ -52,9 +52,7 @@ def runs(tmp_path_factory) -> tuple[Path, Path, Path]:
     """(folder, contiguous run, strided run): the same benchmark counted with --cache-sim --layers."""
     if shutil.which("valgrind") is None:
         pytest.skip("valgrind is not installed: cache figures come from callgrind")
-    root = tmp_path_factory.mktemp("markdown")
-    (root / "gathers").mkdir()
-    (root / "gathers" / "suite.py").write_text(SUITE)
+    root = suite_root(tmp_path_factory.mktemp("markdown"), "gathers", SUITE, folder="")
     for name, stride in (("base.json", "1"), ("new.json", "64")):
         done = run_cli("bench", "--path", str(root), "gathers", "--mode", "instructions", "--cache-sim", "--layers",
                        "--output", str(root / name), cwd=root, env={"F1_STRIDE": stride})
