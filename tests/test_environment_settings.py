@@ -85,8 +85,12 @@ SETTINGS: dict[str, dict[str, tuple[str, ...]]] = {
     "HARNESS_CACHE_SIM": {"in a callgrind worker": (
         "tests/measure/callgrind/test_cache_sim.py::test_a_cache_sim_worker_gets_the_geometry_and_HARNESS_CACHE_SIM",)},
     "GITHUB_STEP_SUMMARY": {
-        "FILE": ("tests/present/test_markdown.py::test_compare_markdown_is_a_table_of_what_changed_appended_to_the_step_summary",),
-        "unset or empty": ("tests/present/test_markdown.py::test_without_the_variable_nothing_is_written_and_a_summary_that_cannot_be_written_is_one_clear_error",),
+        "FILE": ("tests/present/test_markdown.py::"
+                 "test_compare_markdown_is_a_table_of_what_changed_appended_to_the_step_summary",),
+        "unset or empty": (
+            "tests/present/test_markdown.py::"
+            "test_without_the_variable_nothing_is_written_and_a_summary_that_cannot_be_written_is_one_clear_error",
+        ),
     },
     "HARNESS_PCH_LOG": {"in the background PCH builder": ("test_pch_builder_log",)},
     "HARNESS_TEST_KILL_AT": {
@@ -182,9 +186,11 @@ def test_cache_root(tmp_path: Path):
 
     a_file = tmp_path / "a_file"
     a_file.write_text("")
-    _refused(_cli("cache", "info", env=_env(HARNESS_CACHE_DIR=str(a_file))),
-             f"{a_file}: cannot use it as the harness cache: {a_file} is a file, not a directory; "
-             f"set HARNESS_CACHE_DIR to a directory of yours that you can write (now: HARNESS_CACHE_DIR={str(a_file)!r})")
+    _refused(
+        _cli("cache", "info", env=_env(HARNESS_CACHE_DIR=str(a_file))),
+        f"{a_file}: cannot use it as the harness cache: {a_file} is a file, not a directory; "
+        f"set HARNESS_CACHE_DIR to a directory of yours that you can write (now: HARNESS_CACHE_DIR={str(a_file)!r})",
+    )
     _refused(_cli("cache", "info", env=_env(HARNESS_CACHE_DIR=None, XDG_CACHE_HOME=str(a_file))),
              f"{a_file / 'harness'}: cannot use it as the harness cache: {a_file} is a file, not a directory; "
              f"set HARNESS_CACHE_DIR to a directory of yours that you can write (now: XDG_CACHE_HOME={str(a_file)!r})")

@@ -149,7 +149,9 @@ ARCHITECTURE = REPO / "docs" / "architecture.md"
 def _table_after(heading: str, text: str) -> list[list[str]]:
     """The rows (cells) of the first table after the markdown heading that starts with ``heading``."""
     lines = text.splitlines()
-    at = next(i for i, line in enumerate(lines) if line.startswith("#") and line.lstrip("#").strip().startswith(heading))
+    at = next(
+        i for i, line in enumerate(lines) if line.startswith("#") and line.lstrip("#").strip().startswith(heading)
+    )
     rows: list[list[str]] = []
     for line in lines[at + 1 :]:
         if line.startswith("#"):

@@ -157,7 +157,9 @@ def main() -> None:
         ours_time.append(time.perf_counter() - t0)
         print(f"  ours  {ours_time[-1]:7.2f} s  {stmt}", flush=True)
     t0 = time.perf_counter()
-    ours_repeats = harness.Timer(statements[0][0], setup=statements[0][1]).collect_callgrind(number=args.number, repeats=3)
+    ours_repeats = harness.Timer(statements[0][0], setup=statements[0][1]).collect_callgrind(
+        number=args.number, repeats=3
+    )
     ours_repeats_time = time.perf_counter() - t0
     # Counted again, last, after every other statement: what an earlier call leaves must not move it.
     again = harness.Timer(statements[0][0], setup=statements[0][1]).collect_callgrind(number=args.number)

@@ -33,7 +33,8 @@ temporary cache.
    (the figure least moved by other processes) shown beside it.
 
 Targets (issue 19): new statement <= 3 s and <= 0.10 of torch; a new statement
-that needs more than the lean set (lean+api, frontend, script, script+api or full) <= 0.25 of torch; first after set-up <= 0.35 of torch; cached <= 0.2 s;
+that needs more than the lean set (lean+api, frontend, script, script+api or full) <= 0.25 of torch;
+first after set-up <= 0.35 of torch; cached <= 0.2 s;
 20 statements <= 1.5x one; agreement within +-3%.
 """
 

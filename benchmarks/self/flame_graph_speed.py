@@ -149,7 +149,9 @@ def main() -> int:
     if args.keep:
         Path(args.keep).write_text(page)
 
-    chromium = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
+    chromium = next(
+        (shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None
+    )
     ok = True
     if chromium is None:
         print("2. Chromium not found: no browser timings (bash scripts/setup.sh --test installs it)")

@@ -91,7 +91,9 @@ def run_check(path: str, unit: str, low: float, high: float, fn: Callable[[], tu
 
 def _crosscheck() -> Any:
     """benchmarks/gpt_fast/crosscheck_do_bench.py, the do_bench cross-check, loaded from its file."""
-    spec = importlib.util.spec_from_file_location("crosscheck_do_bench", ROOT / "benchmarks/gpt_fast/crosscheck_do_bench.py")
+    spec = importlib.util.spec_from_file_location(
+        "crosscheck_do_bench", ROOT / "benchmarks/gpt_fast/crosscheck_do_bench.py"
+    )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -146,7 +148,10 @@ def gpu_checks(device: str) -> list[Check]:
     def events_flush() -> tuple[float, str]:
         t = time_callable(big, device=device, min_run_time=MIN_RUN_TIME)
         eager["s"] = t.median_s
-        return big_bytes / t.median_s / peak.bytes_per_s, f"gemv {GEMV_N}x{GEMV_N} bf16, {t.method}, {len(t.samples_s)} samples"
+        return (
+            big_bytes / t.median_s / peak.bytes_per_s,
+            f"gemv {GEMV_N}x{GEMV_N} bf16, {t.method}, {len(t.samples_s)} samples",
+        )
 
     out.append(run_check("cuda events + L2 flush: gemv bandwidth / peak", "", 0.3, ceiling, events_flush))
 
@@ -155,8 +160,10 @@ def gpu_checks(device: str) -> list[Check]:
         flushed = time_callable(small, device=device, min_run_time=MIN_RUN_TIME, l2_flush=True).median_s
         resident = time_callable(small, device=device, min_run_time=MIN_RUN_TIME, l2_flush=False).median_s
         flusher = L2Flusher(device)
-        return flushed / resident, (f"{L2_GEMV_ROWS * L2_GEMV_COLS * 2 / 2**20:.0f} MiB gemv: {flushed * 1e6:.1f} us "
-                                    f"flushed, {resident * 1e6:.1f} us L2-resident; flush writes {flusher.nbytes / 2**20:.0f} MiB")
+        return flushed / resident, (
+            f"{L2_GEMV_ROWS * L2_GEMV_COLS * 2 / 2**20:.0f} MiB gemv: {flushed * 1e6:.1f} us "
+            f"flushed, {resident * 1e6:.1f} us L2-resident; flush writes {flusher.nbytes / 2**20:.0f} MiB"
+        )
 
     out.append(run_check("L2 flush: flushed / resident time", "x", 1.05, 50, l2_flush))
 
@@ -222,7 +229,9 @@ def main(argv: list[str] | None = None) -> int:
              f"{time.perf_counter() - start:.0f} s")
     console.print(render(checks, title))
     failed = [c.path for c in checks if not c.passed]
-    console.print(f"{len(checks) - len(failed)} of {len(checks)} passed" + (f"; failed: {', '.join(failed)}" if failed else ""))
+    console.print(
+        f"{len(checks) - len(failed)} of {len(checks)} passed" + (f"; failed: {', '.join(failed)}" if failed else "")
+    )
     return exit_code(checks)
 
 

@@ -42,10 +42,14 @@ def make_run(i: int, benchmarks: int, rng: np.random.Generator) -> RunRecord:
            "harness_version": "0.1.0", "torch": {"version": "2.13.0"}, "hostname": "speed"}
     results = []
     for j, task in enumerate(TASKS[:benchmarks]):
-        level = (1e6 if task.mode == "instructions" else 1e-6) * (1 + j / 100) * (1.05 if i > 6000 and j % 7 == 0 else 1)
+        level = (
+            (1e6 if task.mode == "instructions" else 1e-6) * (1 + j / 100) * (1.05 if i > 6000 and j % 7 == 0 else 1)
+        )
         noise = 0.0 if task.mode == "instructions" else 0.01
         unit = "instructions" if task.mode == "instructions" else "s"
-        results.append(TaskResult(task, "ok", unit, [], extra={"actual": float(level * (1 + noise * rng.standard_normal()))}))
+        results.append(
+            TaskResult(task, "ok", unit, [], extra={"actual": float(level * (1 + noise * rng.standard_normal()))})
+        )
     return RunRecord(env, results)
 
 
@@ -66,7 +70,9 @@ def main() -> None:
         start = time.perf_counter()
         with open_history(db) as history:
             for first in range(0, args.runs, 500):
-                history.store_many([make_run(i, args.benchmarks, rng) for i in range(first, min(first + 500, args.runs))])
+                history.store_many(
+                    [make_run(i, args.benchmarks, rng) for i in range(first, min(first + 500, args.runs))]
+                )
         print(f"built {args.runs:,} runs x {args.benchmarks} benchmarks in {time.perf_counter() - start:.0f} s")
         size = sum(p.stat().st_size for p in Path(folder).iterdir()) / (args.runs * args.benchmarks)
         with open_history(db) as history:
@@ -89,8 +95,14 @@ def main() -> None:
             cmd = [sys.executable, "-m", "harness", "history", action, "--history", str(db)]
             commands[action] = statistics.median(
                 timed(lambda cmd=cmd: subprocess.run(cmd, capture_output=True, env=env, check=True)) for _ in range(3))
-        startup = statistics.median(timed(lambda: subprocess.run(
-            [sys.executable, "-c", "import harness.cli, sqlalchemy, ruptures, scipy.stats"], check=True)) for _ in range(3))
+        startup = statistics.median(
+            timed(
+                lambda: subprocess.run(
+                    [sys.executable, "-c", "import harness.cli, sqlalchemy, ruptures, scipy.stats"], check=True
+                )
+            )
+            for _ in range(3)
+        )
     print("no reference tool: each figure against the issue's target")
     print(f"store one run of {args.benchmarks} results   {store * 1e3:7.1f} ms   target <= 50 ms")
     print(f"history show (the command's work) {warm['show']:7.2f} s    target <= 1 s")

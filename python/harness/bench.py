@@ -104,7 +104,9 @@ class Run:
         name = names.pop()
         kind = kinds.find(name)
         target = kind.outputs.get(Path(self.options.output).suffix) if kind is not None else None
-        return None if target is None else kinds.resolve(target, f"the {Path(self.options.output).suffix} writer of kind {name!r}")
+        if target is None:
+            return None
+        return kinds.resolve(target, f"the {Path(self.options.output).suffix} writer of kind {name!r}")
 
     def add(self, result: TaskResult) -> None:
         self.results.append(result)
@@ -182,10 +184,12 @@ def run_tasks(tasks: Sequence[Task], options: RunOptions | None = None, on_event
                 Path(options.keep_profiles).mkdir(parents=True, exist_ok=True)
     counter: InstructionCounter | None = None
     if any(t.mode == "instructions" for t in tasks):
-        # Only callgrind sees functions (and cuts a count at torch's phases), so layers, call trees and phases choose it.
-        wants_callgrind = (options.layers or options.flame or options.keep_profiles or options.phases) and options.counter == "auto"
-        counter = get_counter("callgrind" if wants_callgrind else options.counter,  # fails here, before anything runs, when it cannot count
-                              cache_sim=options.cache_sim)
+        # Only callgrind sees functions (and cuts a count at torch's phases), so layers, call trees and phases
+        # choose it.
+        wants_callgrind = ((options.layers or options.flame or options.keep_profiles or options.phases)
+                           and options.counter == "auto")
+        # It fails here, before anything runs, when it cannot count.
+        counter = get_counter("callgrind" if wants_callgrind else options.counter, cache_sim=options.cache_sim)
         if options.cache_sim:
             run.environment["cache_sim"] = cache_geometry()  # the one geometry every count of the run simulated
     try:

@@ -190,7 +190,9 @@ def parse_shard(text: str) -> tuple[int, int]:
 def check_shard(shard: tuple[int, int]) -> None:
     k, n = shard
     if not (isinstance(k, int) and isinstance(n, int) and 1 <= k <= n):
-        raise UsageError(f"--shard {k}/{n}: K must be between 1 and N, e.g. --shard 1/{max(n, 1) if isinstance(n, int) else 3}")
+        raise UsageError(
+            f"--shard {k}/{n}: K must be between 1 and N, e.g. --shard 1/{max(n, 1) if isinstance(n, int) else 3}"
+        )
 
 
 def on_ci() -> bool:
@@ -234,8 +236,9 @@ class RunOptions:
     count into PyTorch's layers (needs callgrind's per-function counts; "auto"
     then means callgrind) by the rules of ``layers_rules`` (a TOML file; None:
     the shipped rules). ``cache_sim``: count with callgrind's cache simulation at a fixed geometry
-    (``measure.counters.cache``: data accesses, misses, estimated cycles; "auto" then means callgrind). ``phases``: split each compile-time measurement by torch's compile phases
-    (``model.phases``; instructions need callgrind, "auto" then means callgrind). ``shard``: (K, N), run only the K-th of
+    (``measure.counters.cache``: data accesses, misses, estimated cycles; "auto" then means callgrind).
+    ``phases``: split each compile-time measurement by torch's compile phases (``model.phases``; instructions
+    need callgrind, "auto" then means callgrind). ``shard``: (K, N), run only the K-th of
     N balanced parts of the tasks (``run.shards``), balanced by the durations
     in the run record ``durations`` when given. ``executor``: "local" (this
     machine) or "ray" (``harness.cluster``: a local Ray of ``jobs`` CPUs started
@@ -271,7 +274,11 @@ class RunOptions:
     label: str = ""  # ``--label``: a free text kept with the run (its record and its history)
 
     def __post_init__(self) -> None:
-        if isinstance(self.min_run_time, bool) or not isinstance(self.min_run_time, int | float) or not self.min_run_time > 0:
+        if (
+            isinstance(self.min_run_time, bool)
+            or not isinstance(self.min_run_time, int | float)
+            or not self.min_run_time > 0
+        ):
             raise UsageError(f"--min-run-time must be > 0, got {self.min_run_time}")
         if isinstance(self.jobs, bool) or not isinstance(self.jobs, int) or self.jobs < 1:
             raise UsageError(f"--jobs must be >= 1, got {self.jobs}")
@@ -341,6 +348,8 @@ def parse_pythons(values: Sequence[str]) -> dict[str, str]:
             raise UsageError(f"--python: label {label!r} is given twice; give each interpreter its own label")
         found = shutil.which(path) if os.sep not in path else path
         if not found or not os.path.isfile(found) or not os.access(found, os.X_OK):
-            raise UsageError(f"--python {value!r}: {path} is not an executable file; give the path of a python interpreter")
+            raise UsageError(
+                f"--python {value!r}: {path} is not an executable file; give the path of a python interpreter"
+            )
         sides[label] = os.path.abspath(found)
     return sides

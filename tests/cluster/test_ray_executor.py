@@ -134,9 +134,12 @@ def test_a_local_run_after_a_ray_run_in_one_process_counts_the_same(tmp_path):
 
 
 def test_without_ray_the_flag_exits_2_with_the_install_command(tmp_path):
-    code = ("import sys; sys.modules['ray'] = None  # what an environment without Ray gives `import ray`\n"
-            "from harness.cli import main\n"
-            f"sys.exit(main(['bench', 'basic', '--only', 'empty', '--executor', 'ray', '-o', {str(tmp_path / 'x.json')!r}]))")
+    code = (
+        "import sys; sys.modules['ray'] = None  # what an environment without Ray gives `import ray`\n"
+        "from harness.cli import main\n"
+        "sys.exit(main(['bench', 'basic', '--only', 'empty', '--executor', 'ray', "
+        f"'-o', {str(tmp_path / 'x.json')!r}]))"
+    )
     r = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert r.returncode == 2, r.stderr
     assert "pip install -e '.[ray]'" in r.stderr and "Traceback" not in r.stderr

@@ -158,7 +158,9 @@ def torch_prefix(torch_build: Path, cmake: CMake, tmp_path_factory) -> Path:
 def example_torch(repo: Path, cmake: CMake, torch_prefix: Path, tmp_path_factory) -> Path:
     """The example against the installed package with harness::torch; libtorch via CMAKE_PREFIX_PATH."""
     build = tmp_path_factory.mktemp("example-torch")
-    cmake.configure(repo / "examples" / "cpp_embed", build, f"-DCMAKE_PREFIX_PATH={torch_prefix};{torch_cmake_prefix()}")
+    cmake.configure(
+        repo / "examples" / "cpp_embed", build, f"-DCMAKE_PREFIX_PATH={torch_prefix};{torch_cmake_prefix()}"
+    )
     cmake.build(build)
     return build
 

@@ -89,7 +89,9 @@ def _write(kind: str, path: Path, version: int, kill_at: str | None = None) -> s
 
 
 def _leftovers(directory: Path, target: Path) -> list[str]:
-    return sorted(p.name for p in directory.iterdir() if p.name.startswith(f".{target.name}.") and p.name.endswith(".tmp"))
+    return sorted(
+        p.name for p in directory.iterdir() if p.name.startswith(f".{target.name}.") and p.name.endswith(".tmp")
+    )
 
 
 # Without O_TMPFILE the temporary file has its name from the start: a kill after its fsync leaves it too.

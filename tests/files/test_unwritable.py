@@ -119,7 +119,10 @@ def _each_writer(where: Path) -> list[tuple[str, str]]:
     big = RunRecord({"run_id": "r2"}, [TaskResult(Task("s", "b", "timer", {}), "ok", samples=[0.5] * 20000)])
     attempts = [
         ("runs.jsonl", lambda: save(big, where / "runs.jsonl")),
-        ("expected.csv", lambda: update_file(where / "expected.csv", {(f"c{i}", "m"): 1.0 for i in range(5000)}, ["m"])),
+        (
+            "expected.csv",
+            lambda: update_file(where / "expected.csv", {(f"c{i}", "m"): 1.0 for i in range(5000)}, ["m"]),
+        ),
         ("out.csv", lambda: append_csv(where / "out.csv", ["name", "value"], [["b", "x" * 300_000]])),
         ("report.html", lambda: write_report([where / "runs.jsonl"], where / "report.html")),
     ]

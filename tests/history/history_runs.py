@@ -29,7 +29,9 @@ def run(i: int, step_at: int | None = STEP_AT, seed: int = 0, label: str | None 
                "symbols": {"at::add": count * 0.4, "c10::Dispatcher::call": count * 0.6}},
     )
     results = [
-        TaskResult(Task("ops", "add", "timer", {}), "ok", "s", list(rng.normal(1e-6 * (1.1 if after else 1.0), 1e-8, 5))),
+        TaskResult(
+            Task("ops", "add", "timer", {}), "ok", "s", list(rng.normal(1e-6 * (1.1 if after else 1.0), 1e-8, 5))
+        ),
         counted,
         TaskResult(Task("ops", "mul", "timer", {}), "ok", "s", list(rng.normal(2e-6, 2e-8, 5))),
     ]

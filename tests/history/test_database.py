@@ -77,8 +77,13 @@ def test_migration_from_the_first_schema(tmp_path: Path):
         conn.execute(first["runs"].insert(), [
             {"id": i + 1, "run_key": f"id:old{i}", "started": f"2025-01-0{i + 1}T00:00:00", "stored": "x",
              "label": f"old{i}", "environment": "{}"} for i in range(3)])
-        conn.execute(first["results"].insert(), [
-            {"benchmark_id": 1, "run_id": i + 1, "status": "ok", "unit": "s", "value": 1e-6 * (i + 1)} for i in range(3)])
+        conn.execute(
+            first["results"].insert(),
+            [
+                {"benchmark_id": 1, "run_id": i + 1, "status": "ok", "unit": "s", "value": 1e-6 * (i + 1)}
+                for i in range(3)
+            ],
+        )
     engine.dispose()
     with open_history(db) as history:  # migrated on opening
         trends = query.load(history)
@@ -87,7 +92,9 @@ def test_migration_from_the_first_schema(tmp_path: Path):
         history.store(run(5))
         assert len(query.load(history).runs) == 4
     with sqlite3.connect(db) as conn:
-        assert conn.execute("SELECT value FROM harness_history WHERE key = 'version'").fetchone()[0] == str(schema.VERSION)
+        assert conn.execute("SELECT value FROM harness_history WHERE key = 'version'").fetchone()[0] == str(
+            schema.VERSION
+        )
 
 
 def _refused(capsys, db: Path, *expected: str) -> None:
@@ -138,8 +145,13 @@ WRITER = textwrap.dedent("""
 
 
 def _writer(db: Path, writer: int, count: int) -> subprocess.Popen[str]:
-    return interruptible.popen([sys.executable, "-c", WRITER, str(db), str(writer), str(Path(__file__).parent), str(count)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    return interruptible.popen(
+        [sys.executable, "-c", WRITER, str(db), str(writer), str(Path(__file__).parent), str(count)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
 
 
 def test_eight_concurrent_writers_lose_nothing(tmp_path: Path):

@@ -28,7 +28,8 @@ def test_options_before_the_records(tmp_path: Path, cli):
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["import", "--fail-on-regression", "5", "run.json"], "history import: --fail-on-regression belongs to `history changes`"),
+    (["import", "--fail-on-regression", "5", "run.json"],
+     "history import: --fail-on-regression belongs to `history changes`"),
     (["import", "run.json", "-k", "add"], "history import: -k belongs to `history show` and `history changes`"),
     (["import", "--plot=x.html", "run.json"], "history import: --plot belongs to `history show`"),
     (["show", "--label", "x"], "history show: --label belongs to `history import`"),

@@ -36,7 +36,11 @@ def _as_user() -> tuple[list[str], int | None, int | None]:
             user = pwd.getpwnam(name)
         except KeyError:
             continue
-        return ["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups"], user.pw_uid, user.pw_gid
+        return (
+            ["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups"],
+            user.pw_uid,
+            user.pw_gid,
+        )
     pytest.skip("running as root with neither a postgres nor a nobody user to run PostgreSQL as")
 
 

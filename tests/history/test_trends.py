@@ -77,8 +77,8 @@ def test_trends_page_renders_in_headless_chromium(trends_page: Path, tmp_path: P
     assert dom.returncode == 0 and "Uncaught" not in dom.stderr, dom.stderr[-2000:]
     assert re.search(r'id="script-status" data-ready="1">interactive<', dom.stdout)
     # The browser parsed the tooltips as SVG elements inside each chart's <svg>.
-    assert len(re.findall(r"<svg[^>]*>.*?<g class=\"hover\">(?:<circle[^>]*><title>[^<]*</title></circle>)+</g>\s*</svg>",
-                          dom.stdout, re.S)) == 3
+    tooltips = r"<svg[^>]*>.*?<g class=\"hover\">(?:<circle[^>]*><title>[^<]*</title></circle>)+</g>\s*</svg>"
+    assert len(re.findall(tooltips, dom.stdout, re.S)) == 3
     shot = tmp_path / "shot.png"
     r = _chromium(tmp_path, out, f"--screenshot={shot}", "--window-size=1000,1400", "--hide-scrollbars")
     assert r.returncode == 0 and shot.exists(), r.stderr[-2000:]

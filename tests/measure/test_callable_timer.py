@@ -30,7 +30,10 @@ def test_calls_fn_with_args_and_kwargs_every_run():
     assert set(seen) == {(1, "x", 2.5, "f")}
     # Warm-up and calibration call it too; the measured runs are a lower bound.
     assert len(seen) >= m.number_per_run * len(m.raw_times)
-    assert m.stmt == f"{__name__}.test_calls_fn_with_args_and_kwargs_every_run.<locals>.record(int, str, scale=float, fn=str)"
+    assert (
+        m.stmt
+        == f"{__name__}.test_calls_fn_with_args_and_kwargs_every_run.<locals>.record(int, str, scale=float, fn=str)"
+    )
 
 
 def test_labels_go_into_compare():

@@ -108,7 +108,9 @@ def test_simple_timeit_prints_torchs_measurements(monkeypatch, capsys):
     runs = out.split("Run: ")[1:]
     assert len(runs) == 3
     for run in runs:
-        timeit_repr, autorange_repr = re.findall(r"(<harness\.model\.measurement\.Measurement object at .*?)\n\n", run, re.S)
+        timeit_repr, autorange_repr = re.findall(
+            r"(<harness\.model\.measurement\.Measurement object at .*?)\n\n", run, re.S
+        )
         # timeit: one block of 10000 runs; torch's repr of a single measurement
         assert timeit_repr.splitlines()[1:] == [
             "Broadcasting add (4x8)",
@@ -145,7 +147,9 @@ def test_compare_example_prints_torchs_tables(monkeypatch, capsys):
     assert len(units) == 2 and all(re.fullmatch(r"Times are in (micro|milli)seconds \((us|ms)\)\.", u) for u in units)
     for table in (unformatted, formatted):
         ours = _table_skeleton(table)
-        assert [s for s in ours if not s[0].startswith("Times")] == [s for s in expected if not s[0].startswith("Times")]
+        assert [s for s in ours if not s[0].startswith("Times")] == [
+            s for s in expected if not s[0].startswith("Times")
+        ]
     assert "\x1b[" in formatted and "\x1b[" not in unformatted  # colorize() applies to the second print only
 
 

@@ -12,7 +12,12 @@ def _m(median: float, sub: str, desc: str, threads: int = 1, spread: float = 0.0
 
 
 def test_table_layout_and_units():
-    results = [_m(2e-6, "small", "eager"), _m(4e-6, "small", "jit"), _m(20e-6, "large", "eager"), _m(1e-6, "small", "eager", threads=2)]
+    results = [
+        _m(2e-6, "small", "eager"),
+        _m(4e-6, "small", "jit"),
+        _m(20e-6, "large", "eager"),
+        _m(1e-6, "small", "eager", threads=2),
+    ]
     text = str(harness.Compare(results))
     lines = text.splitlines()
     assert lines[0].startswith("[") and " mul " in lines[0]

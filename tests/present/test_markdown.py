@@ -115,7 +115,9 @@ def test_check_markdown_gates_estimated_cycles_with_the_exit_status_of_check(run
     root, base, new = runs
     (a,) = load_runs(base)[-1].results
     expected = tmp_path / "expected.csv"
-    expected.write_text(f"name,metric,expected,noise_margin\ngather,estimated_cycles,{a.extra['cache']['estimated_cycles']},0.02\n")
+    expected.write_text(
+        f"name,metric,expected,noise_margin\ngather,estimated_cycles,{a.extra['cache']['estimated_cycles']},0.02\n"
+    )
     ok = run_cli("check", str(base), "--expected", str(expected), "--markdown")
     assert ok.returncode == 0, ok.stderr
     assert "gate passed" in ok.stdout and tables(ok.stdout) == []
@@ -140,7 +142,10 @@ def test_without_the_variable_nothing_is_written_and_a_summary_that_cannot_be_wr
     assert done.returncode == 0, done.stderr
     empty = run_cli("compare", "a.json", "b.json", "--markdown", cwd=tmp_path, env={"GITHUB_STEP_SUMMARY": ""})
     assert empty.returncode == 0 and empty.stdout == done.stdout
-    assert tables(done.stdout) and sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith(".")) == ["a.json", "b.json"]
+    assert tables(done.stdout) and sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith(".")) == [
+        "a.json",
+        "b.json",
+    ]
     bad = run_cli("compare", "a.json", "b.json", "--markdown", cwd=tmp_path, env={"GITHUB_STEP_SUMMARY": str(tmp_path)})
     assert bad.returncode != 0 and "Traceback" not in bad.stderr
     assert "cannot append the markdown summary" in bad.stderr and "GITHUB_STEP_SUMMARY" in bad.stderr

@@ -226,8 +226,12 @@ def _callgrind_data(rng: random.Random, case: int) -> dict[str, list[tuple[int, 
 
         profile = parse_file(FIXTURE)
         half = {k: v // 2 for k, v in profile.exclusive.items()}
-        return {"bi": [], "be": [(c, f) for f, c in list(half.items())[:30]],
-                "si": [(c, f) for f, c in profile.inclusive.items()], "se": [(c, f) for f, c in profile.exclusive.items()]}
+        return {
+            "bi": [],
+            "be": [(c, f) for f, c in list(half.items())[:30]],
+            "si": [(c, f) for f, c in profile.inclusive.items()],
+            "se": [(c, f) for f, c in profile.exclusive.items()],
+        }
     return {k: _counts(rng, "positive", rng.choice([0, 1, 5, 19, 30])) for k in ("bi", "be", "si", "se")}
 
 
@@ -241,7 +245,8 @@ def _callgrind_views(module, stats, other, linewidth) -> list:
         _body(repr(stats.stats())), _body(repr(stats.stats(inclusive=True))), _body(repr(wide)),
         _body(repr(delta)), delta._data == (stats.stats() - other.stats())._data, len(delta),
         _body(repr(stats.delta(other, inclusive=True))),
-        _body(repr(stats.as_standardized().stats())), _body(repr(stats.as_standardized().delta(other.as_standardized()))),
+        _body(repr(stats.as_standardized().stats())),
+        _body(repr(stats.as_standardized().delta(other.as_standardized()))),
         _body(repr(delta.transform(strip))), _body(repr(delta.filter(lambda fn: fn.startswith("???")))),
         _body(repr(delta[:5])), tuple(delta[:3]),
         _body(repr(stats.stats() + other.stats())), _body(repr(stats.stats() * 3)), _body(repr(stats.stats() * 0.5)),
@@ -274,7 +279,9 @@ def test_callgrind_objects_give_torchs_figures_for_the_same_data():
         if results[0] != results[1]:
             first = next(i for i, (a, b) in enumerate(zip(*results, strict=True)) if a != b)
             mismatches.append((case, first, results[0][first], results[1][first]))
-    assert not mismatches, f"{len(mismatches)}/{CALLGRIND_CASES} differ; first (case, view, torch, harness): {mismatches[0]!r}"
+    assert not mismatches, (
+        f"{len(mismatches)}/{CALLGRIND_CASES} differ; first (case, view, torch, harness): {mismatches[0]!r}"
+    )
 
 
 def test_an_int_index_gives_the_function_count():

@@ -91,7 +91,9 @@ def test_unknown_version_names_the_line(tmp_path: Path):
     p = tmp_path / "v7.json"
     p.write_text(json.dumps(data, indent=1))
     version_line = next(i for i, line in enumerate(p.read_text().splitlines(), 1) if '"version"' in line)
-    with pytest.raises(UsageError, match=rf"v7\.json:{version_line}: run record schema version 7, newer than version 1"):
+    with pytest.raises(
+        UsageError, match=rf"v7\.json:{version_line}: run record schema version 7, newer than version 1"
+    ):
         load(p)
 
     p = tmp_path / "v7.jsonl"
@@ -135,7 +137,9 @@ def test_malformed_entries_name_their_line(tmp_path: Path):
         load(p)
 
     p = _write(tmp_path / "other.json", '{"name": "not a record"}\n')
-    with pytest.raises(UsageError, match=r"other\.json:1: line 1 is not a harness record: '\{\"name\": \"not a record\"\}'"):
+    with pytest.raises(
+        UsageError, match=r"other\.json:1: line 1 is not a harness record: '\{\"name\": \"not a record\"\}'"
+    ):
         load(p)
 
     p = tmp_path / "bad.jsonl"
@@ -180,7 +184,8 @@ def quick_suite(tmp_path: Path) -> Path:
     root.mkdir()
     (root / "bench_quick.py").write_text(
         "import harness\nsuite = harness.Suite()\n"
-        "suite.timer('noop', 'pass', min_run_time=0.02)\nsuite.timer('add', 'x + 1', setup='x = 1', min_run_time=0.02)\n"
+        "suite.timer('noop', 'pass', min_run_time=0.02)\n"
+        "suite.timer('add', 'x + 1', setup='x = 1', min_run_time=0.02)\n"
     )
     return root
 

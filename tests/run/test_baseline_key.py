@@ -48,7 +48,9 @@ def test_a_saved_baseline_is_found_under_the_runners_key(zygote):
     path.write_text(json.dumps({"total": 1, "exclusive": {}, "inclusive": {}}))
     # ... is the baseline of the same task with the defaults written out, and of no other.
     assert baseline_first(_task(), zygote) is None
-    assert baseline_first(_task(number=DEFAULT_NUMBER, detail="symbols", scope="function", num_threads=1), zygote) is None
+    assert (
+        baseline_first(_task(number=DEFAULT_NUMBER, detail="symbols", scope="function", num_threads=1), zygote) is None
+    )
     assert baseline_first(_task(number=DEFAULT_NUMBER + 1), zygote) is not None
     assert baseline_first(_task(detail="total"), zygote) is not None
 

@@ -34,7 +34,9 @@ def test_parts_cover_the_selection_once_and_are_deterministic():
 def test_parts_balance_by_recorded_durations():
     tasks = _tasks(6)
     seconds = [10.0, 1.0, 1.0, 1.0, 1.0, 6.0]
-    record = RunRecord({}, [TaskResult(t, "ok", samples=[1.0], extra={"elapsed_s": s}) for t, s in zip(tasks, seconds, strict=True)])
+    record = RunRecord(
+        {}, [TaskResult(t, "ok", samples=[1.0], extra={"elapsed_s": s}) for t, s in zip(tasks, seconds, strict=True)]
+    )
     durations = shards.durations_of([record])
     parts = [shards.shard(tasks, k, 2, durations) for k in (1, 2)]
     loads = sorted(sum(durations[t.key] for t in part) for part in parts)

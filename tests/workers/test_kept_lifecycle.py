@@ -48,7 +48,9 @@ def test_trap_directories_are_refused(short_tmp: Path):
     root.symlink_to(short_tmp / "gone")
     suite = short_tmp / "benchmarks"
     suite.mkdir()
-    (suite / "bench_one.py").write_text("import harness\nsuite = harness.Suite()\nsuite.timer('add', 'x + 1', setup='x = 1')\n")
+    (suite / "bench_one.py").write_text(
+        "import harness\nsuite = harness.Suite()\nsuite.timer('add', 'x + 1', setup='x = 1')\n"
+    )
     r = _cli("bench", "--path", str(suite), "--mode", "instructions", "--counter", "callgrind")
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
     assert f"{root}: will not keep harness's workers here: it is a dangling symbolic link" in r.stderr
@@ -147,7 +149,10 @@ def test_listed_stopped_and_a_stale_one_replaced(short_tmp: Path):
     assert _parent(old.server_pid) != os.getpid()
     listed = _cli("workers")
     assert listed.returncode == 0, listed.stderr
-    assert listed.stdout.startswith("1 kept instruction-counting worker, ") and f"pid {old.server_pid}  age " in listed.stdout
+    assert (
+        listed.stdout.startswith("1 kept instruction-counting worker, ")
+        and f"pid {old.server_pid}  age " in listed.stdout
+    )
     assert "harness old" in listed.stdout and str(old_dir) in listed.stdout
     (entry,) = kept_workers()
     assert entry["memory"] > 10 * 2**20  # a Python process and what it imported

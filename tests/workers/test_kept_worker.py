@@ -255,7 +255,9 @@ def test_workers_start_runs_the_workers_that_the_next_counts_use(short_tmp: Path
     counted = _run_script(short_tmp)
     assert counted["reused"] is True and counted["server"] in pids  # the first count waited for no start-up
     again = run(start)
-    assert again.returncode == 0 and f"slot 0: callgrind worker already running (pid {counted['server']})" in again.stdout
+    assert (
+        again.returncode == 0 and f"slot 0: callgrind worker already running (pid {counted['server']})" in again.stdout
+    )
     refused = run(start, **{KEEP_ENV: "0"})
     assert refused.returncode == 2 and "not kept here" in refused.stderr and "Traceback" not in refused.stderr
 

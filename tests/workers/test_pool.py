@@ -115,7 +115,12 @@ def test_fresh_worker_tasks_get_a_process_of_their_own(tmp_path: Path):
     def recording_pid(name: str, **params) -> Task:
         return _task(name, f"open({str(tmp_path / name)!r}, 'w').write(str(__import__('os').getpid()))", **params)
 
-    tasks = [recording_pid("a"), recording_pid("b"), recording_pid("isolated", fresh_worker=True), recording_pid("after")]
+    tasks = [
+        recording_pid("a"),
+        recording_pid("b"),
+        recording_pid("isolated", fresh_worker=True),
+        recording_pid("after"),
+    ]
     results = WorkerPool(jobs=1).run(tasks, 0.01)
     assert all(r.ok for r in results), [r.error for r in results]
     pids = {t.name: (tmp_path / t.name).read_text() for t in tasks}

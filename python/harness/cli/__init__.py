@@ -68,7 +68,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     # A SIGTERM (a CI job cancelled, `kill`) cleans up as Ctrl-C does: without
     # this, Python dies at once and leaves its (valgrind'ed) workers running.
-    previous = signal.signal(signal.SIGTERM, _on_sigterm) if threading.current_thread() is threading.main_thread() else None
+    previous = (
+        signal.signal(signal.SIGTERM, _on_sigterm) if threading.current_thread() is threading.main_thread() else None
+    )
     try:
         return args.handler(args)
     except HarnessError as exc:

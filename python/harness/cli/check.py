@@ -25,8 +25,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "besides the work; never changes the exit status",
     )
     check.add_argument(
-        "--update", action="store_true",
-        help="rewrite FILE: rows that moved by more than a third of their margin take the new value, new rows are added",
+        "--update",
+        action="store_true",
+        help="rewrite FILE: rows that moved by more than a third of their margin take the new value, "
+        "new rows are added",
     )
     check.add_argument(
         "--propose", metavar="OUT",
@@ -65,7 +67,9 @@ def run(args: argparse.Namespace) -> int:
     if args.reference:
         from harness.present import reference
 
-        rows = reference.compare(reference.read_reference(args.reference), actual, reference.provenance_of(args.results))
+        rows = reference.compare(
+            reference.read_reference(args.reference), actual, reference.provenance_of(args.results)
+        )
         console.print(reference.reference_table(rows, f"{args.results} next to {args.reference} (not a gate)"))
         if not args.expected:
             return 0
@@ -83,7 +87,10 @@ def run(args: argparse.Namespace) -> int:
     else:
         print_verdicts(verdicts, console)
     refresh = check.refresh_command(args.results, args.expected, args.metric)
-    counts = {v: sum(1 for x in verdicts if x.verdict == v) for v in (check.REGRESSION, check.MISSING, check.IMPROVED, check.NEW)}
+    counts = {
+        v: sum(1 for x in verdicts if x.verdict == v)
+        for v in (check.REGRESSION, check.MISSING, check.IMPROVED, check.NEW)
+    }
     if args.propose:
         _propose(args, expected, actual, verdicts, console)
     if args.update:
@@ -103,8 +110,10 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if counts[check.NEW]:
         console.print(
-            f"[yellow]warning:[/yellow] {counts[check.NEW]} result(s) have no expected row; add them with:\n  {escape(refresh)}",
-            highlight=False, soft_wrap=True,
+            f"[yellow]warning:[/yellow] {counts[check.NEW]} result(s) have no expected row; add them with:\n"
+            f"  {escape(refresh)}",
+            highlight=False,
+            soft_wrap=True,
         )
     if counts[check.REGRESSION] or counts[check.MISSING]:
         console.print(
@@ -115,8 +124,10 @@ def run(args: argparse.Namespace) -> int:
         return 1
     if counts[check.IMPROVED]:
         console.print(
-            f"{counts[check.IMPROVED]} case(s) improved beyond their margin; record the new values with:\n  {escape(refresh)}",
-            highlight=False, soft_wrap=True,
+            f"{counts[check.IMPROVED]} case(s) improved beyond their margin; record the new values with:\n"
+            f"  {escape(refresh)}",
+            highlight=False,
+            soft_wrap=True,
         )
     return 0
 

@@ -41,7 +41,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--symbols", action="store_true",
         help="show per-function instruction deltas for benchmarks with callgrind symbol counts",
     )
-    compare.add_argument("--top", type=int, default=10, metavar="N", help="functions shown per benchmark with --symbols")
+    compare.add_argument(
+        "--top", type=int, default=10, metavar="N", help="functions shown per benchmark with --symbols"
+    )
     compare.add_argument(
         "--layers", action="store_true",
         help="show each benchmark's change per PyTorch layer (both runs made with bench --layers)",

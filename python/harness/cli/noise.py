@@ -63,7 +63,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--top must be >= 1, got {args.top}")
     suite = select_suites(default_root(args.path), [args.suite])[0]
     tasks = [t for t in suite.tasks()
-             if t.kind == "compile_time" and t.mode == "instructions" and matches(t, args.pattern) and (args.everything or not is_extended(t))
+             if t.kind == "compile_time" and t.mode == "instructions" and matches(t, args.pattern)
+             and (args.everything or not is_extended(t))
              and (not args.cases or t.params.get("case") in args.cases or t.name in args.cases)]
     if not tasks:
         wanted = " ".join(args.cases) or "(every default case)"
@@ -109,7 +110,10 @@ def run(args: argparse.Namespace) -> int:
         if len(ok) < 2:
             continue
         case = ok[0].extra["case"]
-        for table in (noise_table.phase_spread_table(case, ok, args.top), noise_table.function_table(case, ok, args.top)):
+        for table in (
+            noise_table.phase_spread_table(case, ok, args.top),
+            noise_table.function_table(case, ok, args.top),
+        ):
             if table is not None:
                 console.print(table)
     if args.output:

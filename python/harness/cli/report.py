@@ -10,7 +10,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     report.add_argument(
         "runs", nargs="+", metavar="RUN", help="run records (.json, .jsonl, .csv); shown in order of start time"
     )
-    report.add_argument("--output", "-o", default="report.html", metavar="FILE", help="HTML file to write (default report.html)")
+    report.add_argument(
+        "--output", "-o", default="report.html", metavar="FILE", help="HTML file to write (default report.html)"
+    )
     report.set_defaults(handler=run)
 
 

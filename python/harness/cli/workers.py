@@ -17,15 +17,22 @@ ACTIONS = ("list", "start", "stop")
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    workers = subparsers.add_parser("workers", help="list, start or stop the instruction-counting workers kept for the next run")
+    workers = subparsers.add_parser(
+        "workers", help="list, start or stop the instruction-counting workers kept for the next run"
+    )
     workers.add_argument(
         "action", nargs="?", choices=ACTIONS, default="list",
         help="list (the default): each kept worker's age, memory and fingerprint; start: start the workers "
         "that counts from this directory and environment will use (collect_callgrind, bench --jobs N), "
         "so that the first count does not wait for one (~15 s under valgrind); stop: end them all",
     )
-    workers.add_argument("--jobs", type=int, default=1, metavar="N",
-                         help="start: the workers of bench --jobs N (default 1: collect_callgrind's and a serial run's)")
+    workers.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        metavar="N",
+        help="start: the workers of bench --jobs N (default 1: collect_callgrind's and a serial run's)",
+    )
     workers.add_argument("--counter", choices=COUNTER_CHOICES, default="auto",
                          help="start: the counter they count with (default auto, as bench)")
     workers.add_argument(

@@ -75,8 +75,13 @@ def _connect(options: RunOptions) -> bool:
         # private Ray that lives as long as this run. address="local": without it, ray.init joins
         # a cluster that `ray start` left running on this machine (or RAY_ADDRESS names), and
         # refuses num_cpus there; a run without --address gets a Ray of its own either way.
-        ray.init(address="local", num_cpus=options.jobs, resources={WALL_RESOURCE: 1}, object_store_memory=OBJECT_STORE_BYTES,
-                 **{**quiet, "logging_level": logging.ERROR})
+        ray.init(
+            address="local",
+            num_cpus=options.jobs,
+            resources={WALL_RESOURCE: 1},
+            object_store_memory=OBJECT_STORE_BYTES,
+            **{**quiet, "logging_level": logging.ERROR},
+        )
     return True
 
 

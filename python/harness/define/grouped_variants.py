@@ -45,7 +45,8 @@ def _parse_block(block: str, language: str) -> tuple[dict[str, list[str]], str, 
 
 
 class GroupedVariants:
-    """One benchmark per line: ``# @label`` sections of a Python block paired line by line with ``// @label`` C++ sections.
+    """One benchmark per line: ``# @label`` sections of a Python block paired line by line with ``// @label``
+    C++ sections.
 
     ``@setup`` (both) and ``@global_setup`` (C++) sections are shared. A label
     with one line becomes ``<name>.<label>``, with several

@@ -88,7 +88,9 @@ class Suite:
         for definition in self.definitions:
             for task in definition.expand(self.name):
                 if task.name in seen:
-                    raise UsageError(f"suite {self.name!r} defines {task.name!r} twice; give each benchmark its own name")
+                    raise UsageError(
+                        f"suite {self.name!r} defines {task.name!r} twice; give each benchmark its own name"
+                    )
                 seen.add(task.name)
                 out.append(task)
         return out

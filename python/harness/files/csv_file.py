@@ -44,7 +44,9 @@ def _cells(row: Row, header: Sequence[str], path: Path) -> list[Any]:
     if isinstance(row, Mapping):
         unknown = [k for k in row if k not in header]
         if unknown:
-            raise UsageError(f"{path}: row has column(s) {', '.join(map(str, unknown))} not in the header {list(header)}")
+            raise UsageError(
+                f"{path}: row has column(s) {', '.join(map(str, unknown))} not in the header {list(header)}"
+            )
         return [row.get(col, "") for col in header]
     cells = list(row)
     if len(cells) != len(header):
@@ -52,7 +54,9 @@ def _cells(row: Row, header: Sequence[str], path: Path) -> list[Any]:
     return cells
 
 
-def read_csv(path: str | os.PathLike[str], required: Sequence[str] = ()) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
+def read_csv(
+    path: str | os.PathLike[str], required: Sequence[str] = ()
+) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
     """The header and ``(line number, row)`` pairs of a CSV file with a header line.
 
     A missing file, a missing ``required`` column or a row with the wrong number

@@ -241,8 +241,10 @@ def _state(conn: Connection, location: Location) -> int:
     try:
         version = int(meta.get("version", ""))
     except ValueError:
-        raise UsageError(f"{location.shown}: damaged harness history: schema version {meta.get('version')!r} "
-                         "is not a number; harness leaves it as it is: move it away, or give another --history") from None
+        raise UsageError(
+            f"{location.shown}: damaged harness history: schema version {meta.get('version')!r} "
+            "is not a number; harness leaves it as it is: move it away, or give another --history"
+        ) from None
     if version > schema.VERSION:
         raise UsageError(f"{location.shown}: history schema version {version}, newer than version {schema.VERSION}, "
                          "which this harness reads and writes; upgrade harness to use it, or give another --history")

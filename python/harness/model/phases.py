@@ -26,7 +26,8 @@ PHASE_INFIX = ":phase:"
 
 
 def phase_metric(metric: str, path: str) -> str:
-    """The metric name of a phase's inclusive value, e.g. ``compile_time_instruction_count:phase:entire_frame_compile``."""
+    """The metric name of a phase's inclusive value,
+    e.g. ``compile_time_instruction_count:phase:entire_frame_compile``."""
     return f"{metric}{PHASE_INFIX}{path}"
 
 
@@ -45,7 +46,8 @@ class Phases:
     entered: dict[str, int] = dataclasses.field(default_factory=dict)
     external_s: dict[str, float] = dataclasses.field(default_factory=dict)
     boundaries: int = 0  # event boundaries crossed while measuring (the cost of marking is per boundary)
-    # Event name -> torch's key where they differ (dynamo_timed(key, phase_name=NAME)): inductor_compile -> compile_fx_inner.
+    # Event name -> torch's key where they differ (dynamo_timed(key, phase_name=NAME)):
+    # inductor_compile -> compile_fx_inner.
     keys: dict[str, str] = dataclasses.field(default_factory=dict)
 
     @property

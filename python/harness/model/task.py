@@ -36,7 +36,13 @@ class Task:
         return (self.full_name, self.mode)
 
     def to_json(self) -> dict[str, Any]:
-        data = {"suite": self.suite, "name": self.name, "kind": self.kind, "params": dict(self.params), "mode": self.mode}
+        data = {
+            "suite": self.suite,
+            "name": self.name,
+            "kind": self.kind,
+            "params": dict(self.params),
+            "mode": self.mode,
+        }
         if self.side:
             data["side"] = self.side
         return data
@@ -46,5 +52,11 @@ class Task:
         params = data["params"]
         if not isinstance(params, Mapping):
             raise TypeError(f"task params must be an object, got {type(params).__name__}")
-        return cls(str(data["suite"]), str(data["name"]), str(data["kind"]), dict(params), str(data.get("mode", "wall")),
-                   str(data.get("side", "")))
+        return cls(
+            str(data["suite"]),
+            str(data["name"]),
+            str(data["kind"]),
+            dict(params),
+            str(data.get("mode", "wall")),
+            str(data.get("side", "")),
+        )

@@ -65,8 +65,9 @@ def cache_section(runs: Runs) -> str | None:
                     + "".join(num_cell(f"{c.get(n, 0):,.0f}", c.get(n, 0)) for n in SHOWN) + "</tr>")
     return "\n".join([
         '<h2 id="cache">Cache figures</h2>',
-        f"<p>{html_parts.escape(run_label(index, record, source))}: per run, baseline subtracted, under callgrind's cache "
-        f"simulation{' (' + html_parts.escape(shape) + ')' if shape else ''}; estimated cycles = L1 hits + 5 x LL hits "
+        f"<p>{html_parts.escape(run_label(index, record, source))}: per run, baseline subtracted, "
+        f"under callgrind's cache simulation{' (' + html_parts.escape(shape) + ')' if shape else ''}; "
+        "estimated cycles = L1 hits + 5 x LL hits "
         "+ 35 x RAM hits (iai-callgrind's weights).</p>",
         f'<table class="sortable"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>',
     ])

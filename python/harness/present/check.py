@@ -127,7 +127,9 @@ def read_expected(path: str | Path, missing_ok: bool = False) -> ExpectedFile:
     text = read_text_if_exists(p, newline="")
     if text is None:
         if missing_ok:
-            return ExpectedFile(path=p, header=list(EXPECTED_COLUMNS), lines=[",".join(EXPECTED_COLUMNS) + "\n"], rows={})
+            return ExpectedFile(
+                path=p, header=list(EXPECTED_COLUMNS), lines=[",".join(EXPECTED_COLUMNS) + "\n"], rows={}
+            )
         raise UsageError(
             f"{p}: no such expected-results file; create it with "
             "`python -m harness check RESULTS --expected FILE --metric METRIC --update`"

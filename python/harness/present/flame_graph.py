@@ -100,14 +100,18 @@ SCRIPT = """
           " " + g.unit + " per run (" + (100 * sum / all).toFixed(2) + "%)") : "";
       });
     if (g.diff) {
-      chart.setColorMapper(function (d, original) { return flamegraph.colorMapper.differentialColorMapper(d, original); });
+      chart.setColorMapper(function (d, original) {
+        return flamegraph.colorMapper.differentialColorMapper(d, original);
+      });
     } else {
       chart.setColorMapper(function (d) { return d.highlight ? "#e600e6" : (colours[d.data.y] || colours.other); });
     }
     d3.select(canvas).datum(root).call(chart);
     chart.transitionDuration(200);
     var search = box.querySelector("input.search");
-    search.addEventListener("input", function () { if (search.value) { chart.search(search.value); } else { chart.clear(); } });
+    search.addEventListener("input", function () {
+      if (search.value) { chart.search(search.value); } else { chart.clear(); }
+    });
     box.querySelector("button.reset").addEventListener("click", function () { chart.resetZoom(); });
     box.chart = chart;
     box.setAttribute("data-drawn", "1");
@@ -190,10 +194,12 @@ def flame_section(runs: Runs) -> str | None:
 
 
 def _box(ident: int, caption: str) -> str:
-    return (f'<div class="flame" data-graph="{ident}" data-drawn="0"><div class="bar"><strong>{escape(caption)}</strong>'
-            '<input class="search" type="search" placeholder="search functions">'
-            '<button class="reset" type="button">reset zoom</button>'
-            '<span class="details"></span></div><div class="canvas"></div></div>')
+    return (
+        f'<div class="flame" data-graph="{ident}" data-drawn="0"><div class="bar"><strong>{escape(caption)}</strong>'
+        '<input class="search" type="search" placeholder="search functions">'
+        '<button class="reset" type="button">reset zoom</button>'
+        '<span class="details"></span></div><div class="canvas"></div></div>'
+    )
 
 
 def _graph(flame: Mapping[str, Any], unit: str = "instructions") -> dict[str, Any]:

@@ -113,7 +113,8 @@ def _runs_section(runs: Runs) -> str:
             "<tr>" + "".join([
                 f"<td>#{i + 1}</td>", f"<td>{escape(source)}</td>",
                 f"<td>{escape(str(env.get('start_time') or '').replace('T', ' '))}</td>",
-                f"<td>{escape(env.get('hostname') or '')}</td>", f"<td>{escape(cpu)}</td>", f"<td>{escape(torch_text)}</td>",
+                f"<td>{escape(env.get('hostname') or '')}</td>", f"<td>{escape(cpu)}</td>",
+                f"<td>{escape(torch_text)}</td>",
                 f"<td><code>{escape(str(env.get('git_commit') or '')[:10])}</code></td>",
                 f"<td>{ok} ok" + (f', <span class="flag">{failed} failed</span>' if failed else "")
                 + (f'<br><span class="flag">{escape(record.describe_interruption())}</span>'
@@ -279,5 +280,7 @@ def write_report(paths: Sequence[str | os.PathLike[str]], output: str | os.PathL
     try:
         atomic_write_text(output, page)
     except OSError as exc:
-        raise path_error(exc, output, "write the report", "give report -o a path in a directory you can write") from None
+        raise path_error(
+            exc, output, "write the report", "give report -o a path in a directory you can write"
+        ) from None
     return len(runs)

@@ -207,7 +207,8 @@ def write_expected(path: str, rows: list[Recorded], counter: str, repeats: int, 
         "# Expected instruction counts of the compile-time suite's default (gated) cases, gated by",
         "#   python -m harness check RESULTS --expected benchmarks/compile_time/expected_results.csv",
         f"# Written by: {command}",
-        f"# Recorded on: {cpu} ({os.cpu_count()} CPUs), Linux {platform.release()}, Python {platform.python_version()},",
+        f"# Recorded on: {cpu} ({os.cpu_count()} CPUs), Linux {platform.release()}, "
+        f"Python {platform.python_version()},",
         f"#   torch {torch.__version__}, counter {counter}, {time.strftime('%Y-%m-%d', time.gmtime())}.",
         (
             f"# Values: the median of {repeats} runs, each case in a fresh worker; spreads measured "

@@ -68,7 +68,9 @@ def _phase_note(verdict: Verdict, verdicts: list[Verdict], actual: dict[Key, flo
     if not own:
         return ""
     total = sum(value for _, value in own)
-    return "this run: " + ", ".join(f"{path.rpartition(SEP)[2]} {value / total:.0%}" for path, value in own[:TOP_PHASES])
+    return "this run: " + ", ".join(
+        f"{path.rpartition(SEP)[2]} {value / total:.0%}" for path, value in own[:TOP_PHASES]
+    )
 
 
 def _change(v: Verdict) -> str:

@@ -72,7 +72,9 @@ def provenance_of(results: str | Path) -> Provenance:
     except UsageError:
         return Provenance()
     counters = {
-        str(r.extra.get("case") or r.task.name): str(r.extra["counter"]) for r in record.results if r.extra.get("counter")
+        str(r.extra.get("case") or r.task.name): str(r.extra["counter"])
+        for r in record.results
+        if r.extra.get("counter")
     }
     return Provenance(torch=(record.environment.get("torch") or {}).get("version"), counters=counters)
 

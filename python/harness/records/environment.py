@@ -156,7 +156,9 @@ def interpreter_fingerprint(python: str, label: str) -> dict[str, Any]:
     """
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [_PACKAGE_PARENT, env.get("PYTHONPATH")]))
-    code = "import json; from harness.records.environment import side_fingerprint; print(json.dumps(side_fingerprint()))"
+    code = (
+        "import json; from harness.records.environment import side_fingerprint; print(json.dumps(side_fingerprint()))"
+    )
     try:
         proc = subprocess.run([python, "-c", code], capture_output=True, text=True, env=env, timeout=300, check=False)
     except (OSError, subprocess.SubprocessError) as exc:

@@ -123,7 +123,9 @@ class WorkerPool:
             if worker is None:
                 worker = self._start_worker(slot, fresh=bool(task.params.get("fresh_worker")), side=task.side)
         except WorkerStartFailed as exc:
-            return None, TaskResult(task=task, status="failed", error=f"could not start a worker: {exc}{self._notes(exc.pid)}")
+            return None, TaskResult(
+                task=task, status="failed", error=f"could not start a worker: {exc}{self._notes(exc.pid)}"
+            )
         except (TimeoutError, WorkerDied, OSError) as exc:
             return None, TaskResult(task=task, status="failed", error=f"could not start a worker: {exc}")
         try:

@@ -45,7 +45,8 @@ def test_the_parser_reads_every_event_per_function_and_keeps_ir_as_before():
     assert p.events[:3] == ["Ir", "Dr", "Dw"]
     assert p.total == 150 and p.exclusive == {"a.c:main": 100, "a.c:helper": 50}
     assert p.inclusive["a.c:main"] == 150
-    assert p.totals == {"Ir": 150, "Dr": 70, "Dw": 20, "I1mr": 3, "D1mr": 16, "D1mw": 5, "ILmr": 1, "DLmr": 4, "DLmw": 2}
+    assert p.totals == {"Ir": 150, "Dr": 70, "Dw": 20, "I1mr": 3, "D1mr": 16, "D1mw": 5,
+                        "ILmr": 1, "DLmr": 4, "DLmw": 2}
     assert p.exclusive_of("D1mr") == {"a.c:main": 10}
     assert p.inclusive_of("D1mr") == {"a.c:main": 16, "a.c:helper": 6}
     assert p.exclusive_of("Dr") == {"a.c:main": 40, "a.c:helper": 30}
@@ -73,8 +74,13 @@ def test_a_count_gets_its_figures_per_run_less_the_baseline_and_its_cycles_per_l
     dump = tmp_path / "callgrind.out.1.1"
     dump.write_text(DUMP)
     task = Task(suite="s", name="n", kind="timer", params={"stmt": "pass"}, mode="instructions")
-    left = TaskResult(task=task, status="ok", unit="instructions", number_per_run=10,
-                      extra={PENDING: pending([str(dump)], profile_from_json(profile_json(base)), "total", None, False)})
+    left = TaskResult(
+        task=task,
+        status="ok",
+        unit="instructions",
+        number_per_run=10,
+        extra={PENDING: pending([str(dump)], profile_from_json(profile_json(base)), "total", None, False)},
+    )
     done = finish(left)
     assert done.ok and done.extra["cache"] == pytest.approx(extra["cache"])
 

@@ -146,7 +146,9 @@ def test_count_in_a_worker_process(tmp_path: Path):
             [*counter.worker_prefix(), sys.executable, "-c", code],
             env={**__import__("os").environ, **counter.worker_env()}, capture_output=True, text=True, timeout=300,
         )
-        left = [p.name for p in counter.out_dir().iterdir() if p.name.startswith("callgrind.out") and p.name.count(".") > 2]
+        left = [
+            p.name for p in counter.out_dir().iterdir() if p.name.startswith("callgrind.out") and p.name.count(".") > 2
+        ]
     finally:
         counter.close()
     assert proc.returncode == 0, proc.stderr
@@ -323,7 +325,8 @@ def test_ctrl_c_removes_callgrind_files(tmp_path: Path, sig, code):
     dumps = tmp / f"harness-{os.getuid()}" / "workers"
     env = {**os.environ, "TMPDIR": str(tmp)}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "harness", "bench", "--path", str(root), "--mode", "instructions", "--counter", "callgrind"],
+        [sys.executable, "-m", "harness", "bench", "--path", str(root), "--mode", "instructions",
+         "--counter", "callgrind"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
         # As from a terminal: a shell running this suite in the background
         # (CI, nohup) hands its children SIGINT ignored, and Python keeps it so.
@@ -372,7 +375,8 @@ def test_a_killed_owners_dump_directory_is_swept_by_the_next_counter(tmp_path: P
         # An older harness's directory (no owner.lock) is nobody's to judge: left alone.
         legacy = tmp_path / "harness-callgrind-legacy"
         legacy.mkdir()
-        code = "from harness.measure.callgrind.counter import CallgrindCounter as C; c = C(); print(c.out_dir()); c.close()"
+        code = ("from harness.measure.callgrind.counter import CallgrindCounter as C; "
+                "c = C(); print(c.out_dir()); c.close()")
         mine = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
         assert mine.returncode == 0, mine.stderr
         assert not dead.exists(), "a dead owner's directory was left behind"

@@ -28,7 +28,8 @@ def profile():
 
 def _annotate(path: Path, inclusive: bool, cwd: Path) -> dict[str, int]:
     out = subprocess.run(
-        ["callgrind_annotate", f"--inclusive={'yes' if inclusive else 'no'}", "--threshold=100", "--show-percs=no", str(path)],
+        ["callgrind_annotate", f"--inclusive={'yes' if inclusive else 'no'}", "--threshold=100", "--show-percs=no",
+         str(path)],
         capture_output=True, text=True, check=True, cwd=cwd,
     ).stdout
     counts: dict[str, int] = {}

@@ -59,7 +59,8 @@ SUITE = textwrap.dedent(
     suite.timer("c_add", "y = x + 1", setup={SETUP!r})
     suite.timer("d_mul_again", "y = x * w", setup={SETUP!r})
     suite.timer("e_cpp", {CPP_STMT!r}, setup={CPP_SETUP!r}, language="c++")
-    suite.add(harness.GroupedStmts("y = x * w", None, setup=harness.GroupedSetup(py_setup={SETUP!r}, cpp_setup={CPP_SETUP!r}),
+    suite.add(harness.GroupedStmts("y = x * w", None,
+                                   setup=harness.GroupedSetup(py_setup={SETUP!r}, cpp_setup={CPP_SETUP!r}),
                                    signature="f(x, w) -> y", torchscript=True, name="f_ts"))
     """
 )
@@ -128,8 +129,8 @@ def test_first_and_last_in_a_suite_count_the_same(bench_counts):
 
 
 def test_torchscript_is_counted_through_the_link_to_the_cache(bench_counts, kept_counts):
-    """A TorchScript task, from Python and from C++, counts in every run, whatever the cache's path (before: it failed in every
-    counting worker, "the TorchScript file for this task moved", the path the suite was expanded
+    """A TorchScript task, from Python and from C++, counts in every run, whatever the cache's path (before: it
+    failed in every counting worker, "the TorchScript file for this task moved", the path the suite was expanded
     with against the same file reached through the worker's link to the cache)."""
     for counts in [*bench_counts.values(), *kept_counts]:
         assert counts["f_ts[py-ts,fwd,t1]"] > 0 and counts["f_ts[cpp-ts,fwd,t1]"] > 0

@@ -99,7 +99,11 @@ def test_a_users_rules_file_replaces_the_shipped_one(tmp_path):
     ("text", "line", "message"),
     [
         ('[[rule]]\nlayer = "kernel"\nsymbol = "("\n', 3, "not a valid regular expression"),
-        ('[[rule]]\nlayer = "gil"\nsymbol = "x"\n\n[[rule]]\nlayer = "kernels"\nobject = "x"\n', 6, "unknown layer 'kernels'"),
+        (
+            '[[rule]]\nlayer = "gil"\nsymbol = "x"\n\n[[rule]]\nlayer = "kernels"\nobject = "x"\n',
+            6,
+            "unknown layer 'kernels'",
+        ),
         ('[[rule]]\nlayer = "gil"\n', 1, "neither 'symbol' nor 'object'"),
         ('[[rule]]\nlayer = "gil"\nsymbl = "x"\n', 1, "unknown key(s) symbl"),
         ('[[rule]\nlayer = "gil"\n', 1, "not valid TOML"),

@@ -1,4 +1,5 @@
-"""The index of the names of torch's C++ API to the headers that define them, read from the installed torch's headers."""
+"""The index of the names of torch's C++ API to the headers that define them, read from the installed torch's
+headers."""
 
 from __future__ import annotations
 
@@ -54,7 +55,9 @@ def test_a_statement_gets_the_headers_of_every_name_it_uses_in_order(torch_inclu
     assert nested.headers == ["torch/nn/utils/rnn.h"] and nested.unresolved is None
     assert headers_for("auto y = x * 2; // no nn here, my_nn::f is not torch's", torch_include) == ([], [], None)
     assert not uses_api("auto y = x * 2; my_nn::f(); torch::relu(x);")
-    optim = headers_for("torch::optim::SGD opt({w}, torch::optim::SGDOptions(0.1));\ntorch::NoGradGuard g;", torch_include)
+    optim = headers_for(
+        "torch::optim::SGD opt({w}, torch::optim::SGDOptions(0.1));\ntorch::NoGradGuard g;", torch_include
+    )
     assert optim.headers == ["torch/optim/sgd.h", "torch/utils.h"] and optim.unresolved is None
 
 
@@ -78,6 +81,9 @@ def test_a_namespace_alias_of_torchs_is_read_through(torch_include):
     # another namespace is not torch's; code without aliases is returned as it is.
     assert unaliased(["namespace F = torch::nn::functional;", "auto y = x;"]) == [
         "namespace F = torch::nn::functional;", "auto y = x;"]
-    assert unaliased(["namespace G = mine::ns;", "auto y = G::f(x);"]) == ["namespace G = mine::ns;", "auto y = G::f(x);"]
+    assert unaliased(["namespace G = mine::ns;", "auto y = G::f(x);"]) == [
+        "namespace G = mine::ns;",
+        "auto y = G::f(x);",
+    ]
     plain = ["auto y = x;"]
     assert unaliased(plain) is plain

@@ -1,7 +1,9 @@
-"""The lean, lean+api, frontend, script and full include sets: chosen automatically, cached, logged; real g++, real torch.
+"""The lean, lean+api, frontend, script and full include sets: chosen automatically, cached, logged; real g++,
+real torch.
 
 Cost: the ``chosen`` fixture builds fresh statements (a per-session tag) once:
-a lean module, a lean+api module (torch::nn, torch::optim, a name behind a namespace alias), a frontend module (an #include of torch/torch.h), a script module, one failed lean build retried with the full
+a lean module, a lean+api module (torch::nn, torch::optim, a name behind a namespace alias), a frontend
+module (an #include of torch/torch.h), a script module, one failed lean build retried with the full
 set and one genuine error (its lean build fails, it is not retried). Each
 build is ~3 s (lean) or ~7-9 s (frontend, script, full) with the PCHs of the
 session's cache, ~20-40 s without. ``test_a_stale_pch_is_rebuilt`` damages the lean PCH and waits for
@@ -145,7 +147,9 @@ def test_a_genuine_error_is_reported_once_against_the_users_line(chosen):
 def test_the_text_chooses_the_smallest_set_that_declares_it():
     assert static_choice(CppStatement("auto m = torch::jit::load(path);")) == ("script", "stmt uses torch::jit")
     # The frontend and TorchScript together need both.
-    both = CppStatement("auto y = m.forward({lin(x)});", setup="torch::nn::Linear lin(4, 4);\nauto m = torch::jit::load(p);")
+    both = CppStatement(
+        "auto y = m.forward({lin(x)});", setup="torch::nn::Linear lin(4, 4);\nauto m = torch::jit::load(p);"
+    )
     assert static_choice(both) == (
         "script+api", "setup uses torch::jit; setup uses torch::nn::Linear (torch/nn/modules/linear.h)")
     alias_jit = CppStatement("auto y = F::relu(x);", setup="auto m = torch::jit::load(p);",
@@ -155,13 +159,22 @@ def test_the_text_chooses_the_smallest_set_that_declares_it():
     # The frontend and TorchScript together need both: torch/torch.h asked for, and torch::jit.
     torch_jit = CppStatement("auto m = torch::jit::load(p);", global_setup="#include <torch/torch.h>")
     assert static_choice(torch_jit) == ("full", "global_setup includes <torch/torch.h> and stmt uses torch::jit")
-    assert static_choice(CppStatement("torch::save(x, path);")) == ("lean+api", "stmt uses torch::save (torch/serialize.h)")
+    assert static_choice(CppStatement("torch::save(x, path);")) == (
+        "lean+api",
+        "stmt uses torch::save (torch/serialize.h)",
+    )
     # torch::nn names each get the header that defines them; one the index cannot resolve needs the frontend.
     functional = CppStatement("auto y = torch::nn::functional::relu(x) + torch::nn::init::xavier_uniform_(w);")
-    assert static_choice(functional) == ("lean+api", "stmt uses torch::nn::functional::relu, torch::nn::init::xavier_uniform_ "
-                                                    "(torch/nn/functional/activation.h, torch/nn/init.h)")
+    assert static_choice(functional) == (
+        "lean+api",
+        "stmt uses torch::nn::functional::relu, torch::nn::init::xavier_uniform_ "
+        "(torch/nn/functional/activation.h, torch/nn/init.h)",
+    )
     alias = CppStatement("auto y = F::relu(x);", global_setup="namespace F = torch::nn::functional;")
-    assert static_choice(alias) == ("lean+api", "stmt uses torch::nn::functional::relu (torch/nn/functional/activation.h)")
+    assert static_choice(alias) == (
+        "lean+api",
+        "stmt uses torch::nn::functional::relu (torch/nn/functional/activation.h)",
+    )
     # An alias nothing uses: its namespace is declared by torch/torch.h only.
     unused = CppStatement("auto y = x;", global_setup="namespace F = torch::nn::functional;")
     assert static_choice(unused) == (
@@ -184,7 +197,10 @@ def test_the_text_chooses_the_smallest_set_that_declares_it():
         assert included(header) == ("full", f"global_setup includes {header}")
     assert static_choice(CppStatement("torch::optim::SGD opt(params, 0.1);")) == (
         "lean+api", "stmt uses torch::optim::SGD (torch/optim/sgd.h)")
-    assert static_choice(CppStatement("torch::NoGradGuard g;")) == ("lean+api", "stmt uses torch::NoGradGuard (torch/utils.h)")
+    assert static_choice(CppStatement("torch::NoGradGuard g;")) == (
+        "lean+api",
+        "stmt uses torch::NoGradGuard (torch/utils.h)",
+    )
     assert static_choice(CppStatement("auto y = torch::mm(x, x);"))[0] == "lean"
 
 
@@ -201,7 +217,13 @@ def test_the_four_pchs_coexist_and_a_stale_one_is_rebuilt(chosen):
     # lean+api is built on the lean PCH: it has none of its own.
     assert not (toolchain().root / "pch" / "lean+api").exists()
     # The full set holds the frontend and script sets, each of which holds the lean one.
-    assert 1e6 < size["lean"] < min(size["frontend"], size["script"]) <= max(size["frontend"], size["script"]) < size["full"]
+    assert (
+        1e6
+        < size["lean"]
+        < min(size["frontend"], size["script"])
+        <= max(size["frontend"], size["script"])
+        < size["full"]
+    )
     # A change of torch or compiler is a new toolchain key: a directory, and PCHs, of its own.
     tc = toolchain()
     assert dataclasses.replace(tc, torch_version=tc.torch_version + "+other").key != tc.key

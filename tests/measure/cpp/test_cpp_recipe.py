@@ -73,8 +73,11 @@ def test_a_new_statement_builds_in_a_process_that_never_imports_torch():
     rules = (so.parent / "build.ninja").read_text()
     recipe = json.loads((toolchain().root / ninja_build.RECIPE).read_text())
     # cpp_extension's rules, word for word, but for the module's name and its include set's header.
-    expected = (recipe["rules"].replace(recipe["name"], so.stem)
-                .replace(f"-include {recipe['include']} ", f"-include {pch_header() if pch_enabled() else plain_header()} "))
+    expected = (
+        recipe["rules"]
+        .replace(recipe["name"], so.stem)
+        .replace(f"-include {recipe['include']} ", f"-include {pch_header() if pch_enabled() else plain_header()} ")
+    )
     assert rules.startswith(expected)
     # This process loads and runs what the other built.
     report = build([CppStatement(stmt=stmt, setup=SETUP, output="y")])

@@ -52,7 +52,9 @@ SEGFAULT = "*static_cast<volatile int*>(nullptr) = 1;"
 SHAPE_ERROR = dict(stmt="auto y = torch::mm(x, torch::ones({3, 3}));", setup="auto x = torch::ones({4, 4});")
 BAD_STMT = "auto a = x + 1;\nauto y = undefined_name * x;"
 BAD_SETUP = "auto x = torch::ones({2});\nauto w = x +;"
-BATCH_SETUP = "std::vector<torch::Tensor> batch;\nfor (int64_t i = 0; i < number; ++i) batch.push_back(torch::zeros({2}));"
+BATCH_SETUP = (
+    "std::vector<torch::Tensor> batch;\nfor (int64_t i = 0; i < number; ++i) batch.push_back(torch::zeros({2}));"
+)
 
 DETERMINISTIC = harness.GroupedSetup(
     py_setup="""

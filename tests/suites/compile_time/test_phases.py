@@ -50,7 +50,9 @@ suite.add(Tiny(backend="inductor"))
 
 EAGER, INDUCTOR = "tiny_addsin_eager", "tiny_addsin_inductor"
 METRIC = "compile_time_instruction_count"
-needs_valgrind = pytest.mark.skipif(shutil.which("valgrind") is None, reason="needs valgrind (apt-get install valgrind)")
+needs_valgrind = pytest.mark.skipif(
+    shutil.which("valgrind") is None, reason="needs valgrind (apt-get install valgrind)"
+)
 
 
 @pytest.fixture(scope="module")

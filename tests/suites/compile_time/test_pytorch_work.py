@@ -59,7 +59,8 @@ REFERENCE: dict[str, dict[str, Any]] = {
     "aotdispatcher_partitioner_cpu2": {"graphs": 1, "ops": 16 + 16 + 12 * 5 + 16, "inputs": [(4, 4)]},
     # basic_modules_benchmarks.py: 20 steps of linear + linear + add; 20 weights (10, 10), 20 biases (10,).
     **{
-        f"basic_modules_ListOfLinears_{b}": {"graphs": 1, "ops": 60, "inputs_sorted": sorted([(10,)] * 21 + [(10, 10)] * 20)}
+        f"basic_modules_ListOfLinears_{b}": {
+            "graphs": 1, "ops": 60, "inputs_sorted": sorted([(10,)] * 21 + [(10, 10)] * 20)}
         for b in ("eager", "inductor")
     },
     # nested_module.py: a node is relu, its children, add, relu, add, add 2 (5 ops); leaves have 4 ReLUs:
@@ -124,7 +125,9 @@ def _restore_torch_state():
 
 def _pytorch_named() -> list[CompileTimeBenchmark]:
     """Cases with PyTorch's names; CUDA ones are fingerprinted through their CPU twins (same work, `_cpu`)."""
-    return [c for c in standard_cases() if c.device == "cpu" and _reference_name(c) in {**REFERENCE, **EXPORT_REFERENCE}]
+    return [
+        c for c in standard_cases() if c.device == "cpu" and _reference_name(c) in {**REFERENCE, **EXPORT_REFERENCE}
+    ]
 
 
 def _reference_name(case: CompileTimeBenchmark) -> str:
@@ -167,7 +170,8 @@ _BLOCK = {"linear": 8, "scaled_dot_product_attention": 2, "layer_norm": 3}
 _DIT_DATA = [(1, 16, 64), (1, 8, 64), (1, 64)]
 DIT: dict[str, dict[str, Any]] = {
     "diffusion_dit_full_inductor": {
-        "graphs": 1, "inputs": 72 + 3, "ops": {"linear": 4 * 8 + 3, "scaled_dot_product_attention": 8, "layer_norm": 13},
+        "graphs": 1, "inputs": 72 + 3,
+        "ops": {"linear": 4 * 8 + 3, "scaled_dot_product_attention": 8, "layer_norm": 13},
         "regions": 0, "region": None, "tokens": [16]},
     "diffusion_dit_regional_inductor": {
         "graphs": 1, "inputs": 16 + 3, "ops": _BLOCK, "regions": 0, "region": None, "tokens": [16]},

@@ -58,7 +58,9 @@ def test_micro_kernel(name):
             if r.metric == "memory_bandwidth(GB/s)":
                 assert s["value"] == pytest.approx(s["bytes"] / s["seconds"] / 1e9)
             else:
-                assert s["value"] == pytest.approx(s["flops"] / s["seconds"] / result.extra["context"]["peaks"]["flops_per_s"])
+                assert s["value"] == pytest.approx(
+                    s["flops"] / s["seconds"] / result.extra["context"]["peaks"]["flops_per_s"]
+                )
                 assert s["flops"] == 2 * (2 * s["tokens"] * s["D"] * s["hidden"])
     skipped = skipped_of(result)
     if ON_CUDA:

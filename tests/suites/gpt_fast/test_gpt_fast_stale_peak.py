@@ -57,7 +57,8 @@ def _plant_low_peak(env: dict[str, str]) -> str:
         "import json; from harness.suites.gpt_fast import peaks, context\n"
         "key = peaks._machine_key('cpu', peaks.device_name('cpu'), context.TINY_PEAK_SIZES)\n"
         "path = peaks.cache_path(key)\n"
-        f"rec = {{'key': key, 'flops_per_s': {PLANTED_FLOPS}, 'bytes_per_s': 1e9, 'measured_at': '2026-01-01T00:00:00+00:00',"
+        f"rec = {{'key': key, 'flops_per_s': {PLANTED_FLOPS}, 'bytes_per_s': 1e9,"
+        " 'measured_at': '2026-01-01T00:00:00+00:00',"
         " 'tries': 1, 'load': [{'busy_fraction': 0.6, 'load_average_1m': 3.5, 'usable_cores': 2}]}\n"
         "path.write_text(json.dumps(rec)); print(path)\n"
     )

@@ -1,4 +1,5 @@
-"""The gpt-fast registry, suite definition and CLI (`bench gpt_fast --only ... --output x.csv`), run as users run them."""
+"""The gpt-fast registry, suite definition and CLI (`bench gpt_fast --only ... --output x.csv`), run as users
+run them."""
 
 from __future__ import annotations
 

@@ -70,7 +70,9 @@ class CallgrindWorker:
             try:
                 self._worker = self._start(counter)
             except WorkerStartFailed as exc:
-                raise HarnessError(_with_notes(f"could not start the callgrind worker: {exc}", counter.diagnostics, exc.pid)) from None
+                raise HarnessError(
+                    _with_notes(f"could not start the callgrind worker: {exc}", counter.diagnostics, exc.pid)
+                ) from None
         return counter, self._worker
 
     def start(self) -> None:
@@ -101,7 +103,9 @@ class CallgrindWorker:
             except WorkerDied as exc:
                 self._discard()
                 raise CallgrindFailed(
-                    _with_notes(with_stderr(f"the callgrind worker died: {exc}", worker.take_stderr()), notes, worker.proc.pid)
+                    _with_notes(
+                        with_stderr(f"the callgrind worker died: {exc}", worker.take_stderr()), notes, worker.proc.pid
+                    )
                 ) from None
             except BaseException:  # Ctrl-C: the worker may be mid-task; do not reuse it
                 self._discard()

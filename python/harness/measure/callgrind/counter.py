@@ -237,7 +237,14 @@ class CallgrindCounter(InstructionCounter):
         native().callgrind.region_end()
 
     def measure(
-        self, sampler: Sampler, number: int, repeats: int, *, clocked: bool, detail: bool = False, keep_text: bool = False
+        self,
+        sampler: Sampler,
+        number: int,
+        repeats: int,
+        *,
+        clocked: bool,
+        detail: bool = False,
+        keep_text: bool = False,
     ) -> list[Profile]:
         # The dumps are parsed once instrumentation is off: valgrind's uninstrumented speed, several times faster.
         texts = self._counts(sampler, number, repeats, clocked, self._take)
@@ -441,7 +448,9 @@ def _fixed_layout() -> list[str]:
 @functools.cache
 def _setarch_works(setarch: str) -> bool:
     try:
-        return subprocess.run([setarch, platform.machine(), "-R", "true"], capture_output=True, timeout=30).returncode == 0
+        return (
+            subprocess.run([setarch, platform.machine(), "-R", "true"], capture_output=True, timeout=30).returncode == 0
+        )
     except (OSError, subprocess.SubprocessError):
         return False
 

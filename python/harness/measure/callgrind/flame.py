@@ -85,7 +85,9 @@ def keep_profile(directory: Path, task: Task, stmt: Profile, baseline: Profile |
             path.parent.mkdir(parents=True, exist_ok=True)
             atomic_write_text(path, content)
         except OSError as exc:
-            raise path_error(exc, path, "write a kept profile", "give --keep-profiles a directory you can write") from None
+            raise path_error(
+                exc, path, "write a kept profile", "give --keep-profiles a directory you can write"
+            ) from None
         written.append(str(path))
     return written
 

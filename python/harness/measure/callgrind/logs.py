@@ -35,6 +35,8 @@ def _is_banner(line: str) -> bool:
     content = line.split("== ", 1)[1] if line.startswith("==") and "== " in line else line
     return (
         not content.strip()
-        or content.startswith(("Callgrind, a call-graph", "Copyright (C)", "Using Valgrind", "Command:", "For interactive control"))
+        or content.startswith(
+            ("Callgrind, a call-graph", "Copyright (C)", "Using Valgrind", "Command:", "For interactive control")
+        )
         or content.startswith(("Events    :", "Collected :", "I   refs:", "Parent PID:"))
     )

@@ -96,7 +96,9 @@ def fresh_code(sampler: Sampler) -> Sampler:
     """
     if isinstance(sampler, types.FunctionType):
         code = sampler.__code__.replace()
-        return types.FunctionType(code, sampler.__globals__, sampler.__name__, sampler.__defaults__, sampler.__closure__)
+        return types.FunctionType(
+            code, sampler.__globals__, sampler.__name__, sampler.__defaults__, sampler.__closure__
+        )
     return sampler
 
 

@@ -73,7 +73,14 @@ class PerfCounter(InstructionCounter):
             return self._retry(lambda: handle.count(fn))
 
     def measure(
-        self, sampler: Sampler, number: int, repeats: int, *, clocked: bool, detail: bool = False, keep_text: bool = False
+        self,
+        sampler: Sampler,
+        number: int,
+        repeats: int,
+        *,
+        clocked: bool,
+        detail: bool = False,
+        keep_text: bool = False,
     ) -> list[Profile]:
         handle = self._counter()
         profiles = []

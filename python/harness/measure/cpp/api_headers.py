@@ -79,7 +79,9 @@ def unaliased(codes: list[str]) -> list[str]:
     if not any("namespace" in code for code in codes):
         return codes
     pattern = _alias_pattern()
-    aliases = {m.group(1): (m.group(0), re.sub(r"\s+", "", m.group(2))) for code in codes for m in pattern.finditer(code)}
+    aliases = {
+        m.group(1): (m.group(0), re.sub(r"\s+", "", m.group(2))) for code in codes for m in pattern.finditer(code)
+    }
     for alias, (declaration, namespace) in aliases.items():
         use = re.compile(rf"(?<![\w:]){alias}\s*::")
         if not any(use.search(code.replace(declaration, "")) for code in codes):
@@ -98,7 +100,8 @@ def _headers(root: Path, scope: str) -> list[Path]:
 
 @functools.cache
 def index(torch_include: str, scope: str) -> dict[str, tuple[str, ...]]:
-    """{name: headers that define it (as ``torch/...``)} in one scope of the API of the torch given by its include dir."""
+    """{name: headers that define it (as ``torch/...``)} in one scope of the API of the torch given by its
+    include dir."""
     root = Path(torch_include) / API_INCLUDE
     found: dict[str, set[str]] = {}
     for path in _headers(root, scope):

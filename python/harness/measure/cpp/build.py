@@ -582,7 +582,8 @@ def _build(statements: Sequence[CppStatement]) -> BuildReport:
 
 
 def load(statement: CppStatement) -> CompiledStatement:
-    """The compiled statement (building it if needed); StatementError with the compiler's message if it does not compile."""
+    """The compiled statement (building it if needed); StatementError with the compiler's message if it does not
+    compile."""
     report = build([statement])
     if statement.key in report.failed:
         raise StatementError(f"C++ statement does not compile:\n{report.failed[statement.key]}")

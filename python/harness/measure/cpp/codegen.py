@@ -100,7 +100,8 @@ def _emit_statement(src: _Source, i: int, s: CppStatement) -> None:
 
 def generate_sources(name: str, statements: Sequence[CppStatement], include_set: str = "lean",
                      includes: Sequence[str] = ()) -> list[str]:
-    """One TU per distinct global_setup (file-scope code of different statements may clash); TU 0 holds the module table.
+    """One TU per distinct global_setup (file-scope code of different statements may clash); TU 0 holds the
+    module table.
 
     ``include_set`` only labels the module; the set itself is the PCH header the build passes with ``-include``.
     ``includes`` are headers every TU includes before the user's code (a +api set's headers of torch's C++ API).
@@ -129,7 +130,8 @@ def generate_sources(name: str, statements: Sequence[CppStatement], include_set:
     ]
     decls += [f"namespace harness_tu{t} {{ extern const bool pch_used; }}" for t in range(1, len(units))]
     entries = ",\n".join(
-        f'    {{"{s.key}", &harness_s{i}::harness_slot, &harness_s{i}::harness_sample}}' for i, s in enumerate(statements)
+        f'    {{"{s.key}", &harness_s{i}::harness_slot, &harness_s{i}::harness_sample}}'
+        for i, s in enumerate(statements)
     )
     pch_used = " && ".join(f"harness_tu{t}::pch_used" for t in range(len(units)))
     tail.gen(

@@ -37,7 +37,10 @@ def _owners(line: str, tu_members: dict[str, list[int]]) -> set[int]:
 
 
 # Lines of a g++/ld diagnostic (not ninja's progress or the command lines it echoes).
-_DIAGNOSTIC = re.compile(r"^(In file included from |\s+from |\S+: (In |At |note:|error:|warning:|undefined reference|multiple definition)|\S+:\d+(:\d+)?: |/usr/bin/ld: |collect2: |\s+\d* \| )")
+_DIAGNOSTIC = re.compile(
+    r"^(In file included from |\s+from |\S+: (In |At |note:|error:|warning:|undefined reference|multiple definition)"
+    r"|\S+:\d+(:\d+)?: |/usr/bin/ld: |collect2: |\s+\d* \| )"
+)
 
 
 def _diagnostic_blocks(output: str) -> list[list[str]]:

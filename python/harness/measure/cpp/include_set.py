@@ -1,4 +1,5 @@
-"""Which headers a C++ statement is compiled with: the lean, frontend, script or full set (plus C++ API headers), and why.
+"""Which headers a C++ statement is compiled with: the lean, frontend, script or full set (plus C++ API headers),
+and why.
 
 Each set costs every statement TU its templates and inline code, PCH or not
 (g++ 12 -O2, an empty TU with each set's PCH: lean 1.9 s, frontend 4.7 s,
@@ -132,7 +133,9 @@ def static_choice(statement: CppStatement) -> tuple[str, str]:
         if uses_api(code):
             resolved = headers_for(code, toolchain().torch_include)
             if resolved.unresolved:
-                found.setdefault(FRONTEND, f"{name} uses {resolved.unresolved}, which no one header of torch's API defines")
+                found.setdefault(
+                    FRONTEND, f"{name} uses {resolved.unresolved}, which no one header of torch's API defines"
+                )
             else:
                 api.append(f"{name} uses {', '.join(resolved.names)} ({', '.join(resolved.headers)})")
     if FULL in found:

@@ -1,7 +1,8 @@
 """The precompiled headers of statement translation units: one per include set, built once.
 
 Each precompiled include set (``measure.cpp.include_set``: lean, frontend, script, full) has its own
-directory and ``.gch``, so they coexist (lean+api and script+api use lean's and script's). The headers are precompiled once (a g++ ``.gch``) with exactly the
+directory and ``.gch``, so they coexist (lean+api and script+api use lean's and script's). The headers
+are precompiled once (a g++ ``.gch``) with exactly the
 flags that ``torch.utils.cpp_extension`` passes, read from the
 ``build.ninja`` it writes. The first build does not wait for it: the PCH is
 compiled in a detached, lowest-priority process
@@ -153,7 +154,8 @@ def pch_building(include_set: str | None = None) -> bool:
 
 
 def wait_for_pch(timeout: float = PCH_WAIT_TIMEOUT, include_set: str = LEAN) -> bool:
-    """Block while any PCH build is running (so measurements do not compete with it); True if ``include_set``'s exists."""
+    """Block while any PCH build is running (so measurements do not compete with it); True if ``include_set``'s
+    exists."""
     if not pch_enabled():
         return False
     deadline = time.monotonic() + timeout
@@ -267,7 +269,9 @@ def build_pch_main(directory: str, lock_fd: int | None = None, background: bool 
         else:
             with contextlib.suppress(FileNotFoundError):
                 tmp.unlink()
-            atomic_write_text(d / "failed.json", json.dumps({"command": command, "output": proc.stderr[-MAX_ERROR_CHARS:]}))
+            atomic_write_text(
+                d / "failed.json", json.dumps({"command": command, "output": proc.stderr[-MAX_ERROR_CHARS:]})
+            )
             event["event"] = "pch_failed"
         # The toolchain's build log (measure.cpp.log): <toolchain>/pch/<set>/.
         fd = os.open(d.parents[1] / "build.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
@@ -354,7 +358,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"harness: {exc}", file=sys.stderr)
             return 1
         state = "already built" if seconds is None else f"built in {seconds:.1f} s"
-        print(f"harness: C++ statement runtime and precompiled headers ready ({state}) in {pch_dir(LEAN).parent.parent}")
+        print(
+            f"harness: C++ statement runtime and precompiled headers ready ({state}) in {pch_dir(LEAN).parent.parent}"
+        )
         return 0
     print("usage: python -m harness.measure.cpp.pch --build-pch DIR [LOCK_FD] | --prepare", file=sys.stderr)
     return 2

@@ -104,7 +104,9 @@ class PairTensor(torch.Tensor):
         return ["a", "b"], None
 
     @staticmethod
-    def __tensor_unflatten__(inner: dict[str, torch.Tensor], meta: None, outer_size: Any, outer_stride: Any) -> PairTensor:
+    def __tensor_unflatten__(
+        inner: dict[str, torch.Tensor], meta: None, outer_size: Any, outer_stride: Any
+    ) -> PairTensor:
         return PairTensor(inner["a"], inner["b"])
 
     @classmethod

@@ -34,7 +34,7 @@ def _gpu(device: str) -> str:
 
 @dataclasses.dataclass(kw_only=True)
 class AddLoop(CompileTimeBenchmark):
-    """add_loop.py: ``length`` pointwise ops (add, add of 8*b, sin in turn) on two ones(1000), fullgraph, fresh caches."""
+    """add_loop.py: ``length`` pointwise ops (add, add of 8*b, sin in turn) on 2 ones(1000), fullgraph, fresh caches."""
 
     category: str = "add_loop"
     length: int = 1000  # PyTorch's
@@ -141,7 +141,7 @@ class AotDispatcherPartitioner(CompileTimeBenchmark):
 
 @dataclasses.dataclass(kw_only=True)
 class AotDispatcherPartitioner2(CompileTimeBenchmark):
-    """aotdispatcher_partitioner2.py: 16 parallel use chains of a randn(4, 4) (sin, mul, three subs each), partitioned."""
+    """aotdispatcher_partitioner2.py: 16 parallel use chains of a randn(4, 4) (sin, mul, 3 subs each), partitioned."""
 
     category: str = "aotdispatcher_partitioner"
     backend: str = "aot_eager_decomp_partition"
@@ -182,7 +182,9 @@ class BasicModules(CompileTimeBenchmark):
 
     def name(self) -> str:
         pad = "_force_shape_pad" if self.force_shape_pad else ""
-        return f"{self.category}_{self.variant}_{self.backend}{'_dynamic' if self.dynamic else ''}{_gpu(self.device)}{pad}"
+        return (
+            f"{self.category}_{self.variant}_{self.backend}{'_dynamic' if self.dynamic else ''}{_gpu(self.device)}{pad}"
+        )
 
     def prepare_once(self) -> None:
         import torch
@@ -278,7 +280,7 @@ class FloatArgs(CompileTimeBenchmark):
 
 @dataclasses.dataclass(kw_only=True)
 class MmLoop(CompileTimeBenchmark):
-    """mm_loop.py: 201 chained mm of ones(10, 10), inductor with max_autotune, fresh caches (PyTorch runs it on CUDA)."""
+    """mm_loop.py: 201 chained mm of ones(10, 10), inductor, max_autotune, fresh caches (PyTorch runs it on CUDA)."""
 
     category: str = "mm_loop"
     backend: str = "inductor"
@@ -452,7 +454,9 @@ class SumFloordiv(CompileTimeBenchmark):
 
 @dataclasses.dataclass(kw_only=True)
 class UnbindSplitFlipCat(CompileTimeBenchmark):
-    """unbind_split_flip_cat.py: torch.export of ``iterations`` x (unbind ``batch`` sizes, split, flip each, cat), all counted."""
+    """unbind_split_flip_cat.py: torch.export of ``iterations`` x (unbind ``batch`` sizes, split, flip each, cat).
+
+    All of it is counted."""
 
     category: str = "unbind_split_flip_cat"
     backend: str = "export"
@@ -499,7 +503,8 @@ class UnbindSplitFlipCat(CompileTimeBenchmark):
 
 @dataclasses.dataclass(kw_only=True)
 class InlineModule(CompileTimeBenchmark):
-    """dynamo_inline.py: 10 nested calls applied ``repeats`` (PyTorch: 1000) times in forward on ones(10), fresh caches."""
+    """dynamo_inline.py: 10 nested calls applied ``repeats`` (PyTorch: 1000) times in forward on ones(10), fresh caches.
+    """
 
     category: str = "basic"
     repeats: int = 1000

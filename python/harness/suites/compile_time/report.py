@@ -28,7 +28,9 @@ def compile_time_section(runs: Runs) -> str | None:
             "<p>Each case by torch compile phase (bench --phases): a phase's own instructions, nested "
             f"phases deeper than {STACK_DEPTH} levels folded into their parent, the smaller ones together as "
             f"&quot;{FOLDED}&quot;; each bar adds up to the case's count.</p>",
-            f'<div class="plot">{plots.stacked_bars([c for c, _ in phased], ["instructions"], stacks, names, "instructions")}</div>',
+            '<div class="plot">'
+            + plots.stacked_bars([c for c, _ in phased], ["instructions"], stacks, names, "instructions")
+            + "</div>",
         ]
     parts.append(results_table(results, extra_columns=("counter",)))
     return "\n".join(parts)

@@ -164,7 +164,9 @@ def run_decode(ctx: RunContext, family: str) -> list[Row]:
             rows.extend(Skipped(family, m, mode, ctx.device, reason) for m in METRICS)
             continue
         r = decode_benchmark(ctx, cfg, int8)
-        info = {k: r[k] for k in ("config", "prompt_tokens", "new_tokens", "bytes_per_token", "kv_cache_bytes_per_token")}
+        info = {
+            k: r[k] for k in ("config", "prompt_tokens", "new_tokens", "bytes_per_token", "kv_cache_bytes_per_token")
+        }
         gbps = efficiency.decode_bandwidth_gb_per_s(r["bytes_per_token"], r["tokens_per_s"])
         values = {
             targets.TOKENS: (r["tokens_per_s"], targets.tokens_target(family, mode, ctx.peaks, r["bytes_per_token"])),

@@ -92,7 +92,15 @@ def _measure(
 
 def _graph_rows(ctx: RunContext, name: str, metric: str, dtype: str) -> list[Skipped]:
     if ctx.cuda_graph and not ctx.is_cuda:
-        return [Skipped(f"{name}[cuda_graph]", metric, dtype, ctx.device, f"CUDA graphs need a CUDA device; this run is on {ctx.device}")]
+        return [
+            Skipped(
+                f"{name}[cuda_graph]",
+                metric,
+                dtype,
+                ctx.device,
+                f"CUDA graphs need a CUDA device; this run is on {ctx.device}",
+            )
+        ]
     return []
 
 

@@ -196,7 +196,9 @@ class Transformer(nn.Module):
         cfg = self.cfg
         for layer in self.layers:
             layer.attention.kv_cache = KVCache(cfg.n_kv_heads, cfg.max_seq, cfg.head_dim, dtype).to(device)
-        self.register_buffer("rope", rotary_table(cfg.max_seq, cfg.head_dim, cfg.rope_base).to(device), persistent=False)
+        self.register_buffer(
+            "rope", rotary_table(cfg.max_seq, cfg.head_dim, cfg.rope_base).to(device), persistent=False
+        )
         causal = torch.tril(torch.ones(cfg.max_seq, cfg.max_seq, dtype=torch.bool, device=device))
         self.register_buffer("causal_mask", causal, persistent=False)
 

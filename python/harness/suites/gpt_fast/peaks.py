@@ -349,7 +349,9 @@ def cache_entries(clear: bool = False) -> list[str]:
     measured (and raised); with ``clear``, removes them and says how many."""
     if clear:
         removed = clear_cached_peaks()
-        return [f"removed {len(removed)} cached peak(s) from {cache_dir('peaks')}: the next gpt_fast run measures again"]
+        return [
+            f"removed {len(removed)} cached peak(s) from {cache_dir('peaks')}: the next gpt_fast run measures again"
+        ]
     found = cached_peaks()
     if not found:
         return ["no cached peaks (a gpt_fast run on a CPU or an unknown GPU measures and caches them)"]

@@ -57,7 +57,9 @@ def rows_table(title: str, results: Iterable[TaskResult]) -> Table:
             skipped.setdefault(s.reason, []).append(f"{s.name} {s.dtype} {s.metric}" if s.metric.startswith(
                 ("token", "compilation")) else f"{s.name} {s.dtype}")
     lines = [f"[yellow]{escape(note)}[/yellow]" for note in notes]
-    lines += [f"skipped ({escape(reason)}): {escape(', '.join(dict.fromkeys(names)))}" for reason, names in skipped.items()]
+    lines += [
+        f"skipped ({escape(reason)}): {escape(', '.join(dict.fromkeys(names)))}" for reason, names in skipped.items()
+    ]
     if lines:
         table.caption = "\n".join(lines)
         table.caption_justify = "left"
