@@ -71,11 +71,11 @@ def phase_tables(results: Iterable[TaskResult]) -> list[Table]:
 def moved_phases_text(before: Phases, after: Phases, limit: int = 3) -> str:
     """The phases whose own value moved most, e.g. ``GraphLowering.run +1.2e6 (+3.1%)``; "" when none moved."""
     changes = [c for c in phase_changes(before, after) if c.exclusive_delta][:limit]
-    return "; ".join(change_text(c, before.total, before.unit) for c in changes)
+    return "; ".join(change_text(c, before.total, before.unit, short=True) for c in changes)
 
 
-def change_text(change: PhaseChange, total: float, unit: str) -> str:
-    name = change.path
+def change_text(change: PhaseChange, total: float, unit: str, short: bool = False) -> str:
+    name = short_path(change.path) if short else change.path
     delta = change.exclusive_delta
     share = f" ({delta / total:+.2%} of the total)" if total else ""
     shown = f"{delta * 1e3:+,.2f} ms" if unit == "s" else f"{delta:+,.0f}"

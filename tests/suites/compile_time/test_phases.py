@@ -270,3 +270,29 @@ def test_the_report_stacks_each_case_by_phase(counted, tmp_path, cli):
     text = page.read_text()
     assert "by torch compile phase" in text and "smaller phases" in text
     assert text.count("<svg") >= 2  # the totals' bars and the stacked bars
+
+
+@needs_valgrind
+def test_history_changes_names_the_phase_that_moved(counted, tmp_path, cli):
+    """Four runs as counted, then four where GraphLowering.run grew: the step names that phase."""
+    out, _, _ = counted
+    base = json.loads(out.read_text())
+    grown = copy.deepcopy(base)
+    result = next(res for res in grown["results"] if res["extra"]["case"] == INDUCTOR)
+    phases = _phases(result)
+    path = next(p for p in phases.exclusive if p.endswith("GraphLowering.run"))
+    phases.exclusive[path] *= 2
+    result["extra"].update(phases=phases.to_json(), actual=phases.total)
+    result["extra"]["metrics"][METRIC] = phases.total
+    result["samples"] = [phases.total]
+    history = tmp_path / "history.sqlite"
+    for i, record in enumerate([base] * 4 + [grown] * 4):
+        record = copy.deepcopy(record)
+        record["environment"].update(run_id=f"run{i}", start_time=f"2026-11-28T10:{i:02d}:00+00:00")
+        (tmp_path / f"r{i}.json").write_text(json.dumps(record))
+        assert cli("history", "import", str(tmp_path / f"r{i}.json"), "--history", str(history)).returncode == 0
+    r = cli("history", "changes", "--history", str(history), env={"COLUMNS": "400"})
+    assert r.returncode == 0, r.stdout + r.stderr
+    # The last column folds its text over lines: read it back whole.
+    moved = "".join(line.split("│")[-2].strip() for line in r.stdout.splitlines() if line.count("│") > 2)
+    assert "phases:…/inductor_compile/fx_codegen_and_compile/GraphLowering.run+" in moved.replace(" ", "")
