@@ -328,8 +328,6 @@ def _print_phases(comparison: Comparison, console: Console) -> None:
         console.print("no benchmark in both runs has phases; they come from bench compile_time --phases")
 
 
-
-
 def _print_layers(comparison: Comparison, console: Console) -> None:
     tables = [t for row in comparison.rows
               if (t := layer_change_table(f"{row.suite}/{row.name}", row.base, row.new)) is not None]
