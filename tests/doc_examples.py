@@ -7,12 +7,14 @@
   ``$ command`` lines followed by the output they print, which is compared
   the same way. Both fail on a non-zero exit status (end a command with
   ``|| true`` to show a failing one).
-- Everything runs in one temporary folder per session, with its own harness
-  cache and the small sizes the docs offer (``HARNESS_GPT_FAST_SIZE=tiny``):
-  a page's examples cannot read or write the user's cache or files. The
-  folder links the checkout's ``benchmarks/``, ``examples/`` and ``.venv/``,
-  so commands read as they would from the project root, and ``python`` on the
-  PATH is the interpreter running the tests.
+- Each page runs in a temporary folder of its own (a page's files cannot
+  meet another page's: two pages may both write ``expected.csv``), with one
+  harness cache for the session (its C++ runtime is built once) and the small
+  sizes the docs offer (``HARNESS_GPT_FAST_SIZE=tiny``): a page's examples
+  cannot read or write the user's cache or files. The folder links the
+  checkout's ``benchmarks/``, ``examples/`` and ``.venv/``, so commands read
+  as they would from the project root, and ``python`` on the PATH is the
+  interpreter running the tests.
 - A block that cannot run here carries Sybil's visible marker with its reason,
   ``<!-- skip: next "why" -->``, on the line before it; one that needs an
   optional part says so with a condition,
@@ -56,14 +58,11 @@ FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 
 
 class DocFolder:
-    """The session's temporary folder and harness cache, made on first use, removed at exit."""
+    """The session's temporary folder and harness cache, made on first use, removed at exit; a folder per page in it."""
 
     def __init__(self) -> None:
         self.path = Path(tempfile.mkdtemp(prefix="harness-docs-"))
         self.cache = self.path / ".cache-harness"
-        for name in LINKED:
-            if (ROOT / name).exists():
-                (self.path / name).symlink_to(ROOT / name)
         self.env = {
             "HARNESS_CACHE_DIR": str(self.cache),
             "HARNESS_GPT_FAST_SIZE": "tiny",
@@ -71,6 +70,18 @@ class DocFolder:
             "COLUMNS": "120",
         }
         atexit.register(shutil.rmtree, self.path, True)
+
+    def page(self, path: str | Path) -> Path:
+        """The working folder of the page at ``path``, made (with the checkout's links) on first use."""
+        page = Path(path).resolve()
+        name = str(page.relative_to(ROOT) if page.is_relative_to(ROOT) else page.name).replace(os.sep, "__")
+        where = self.path / name
+        if not where.exists():
+            where.mkdir()
+            for linked in LINKED:
+                if (ROOT / linked).exists():
+                    (where / linked).symlink_to(ROOT / linked)
+        return where
 
     def subprocess_env(self) -> dict[str, str]:
         env = {**os.environ, **self.env}
@@ -100,7 +111,6 @@ def enter(namespace: dict[str, Any]) -> None:
     """Before a page's first example: its Python blocks run in the folder, with its environment."""
     f = folder()
     namespace["_saved"] = (os.getcwd(), {k: os.environ.get(k) for k in f.env})
-    os.chdir(f.path)
     os.environ.update(f.env)
     _forget_cache_root()
     # For conditional markers: <!-- skip: next if(ray_missing, reason="...") -->
@@ -136,7 +146,7 @@ def past_limit(example: Example, limit: float) -> str:
     return f"example at {where(example)} ran past {limit:g} s"
 
 
-def _run(command: str, merged: bool = False) -> subprocess.CompletedProcess[str]:
+def _run(command: str, cwd: Path, merged: bool = False) -> subprocess.CompletedProcess[str]:
     """``merged``: stderr into stdout, unbuffered, so the output reads in the order a terminal shows it.
 
     The command runs in a session of its own: past the time limit the whole session (a ``ray
@@ -146,7 +156,7 @@ def _run(command: str, merged: bool = False) -> subprocess.CompletedProcess[str]
     if merged:
         env["PYTHONUNBUFFERED"] = "1"
     limit = time_limit()
-    with subprocess.Popen(["bash", "-euo", "pipefail", "-c", command], cwd=f.path, env=env, text=True,
+    with subprocess.Popen(["bash", "-euo", "pipefail", "-c", command], cwd=cwd, env=env, text=True,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT if merged else subprocess.PIPE,
                           start_new_session=True) as proc:
         try:
@@ -166,7 +176,7 @@ def _failure(command: str, r: subprocess.CompletedProcess[str]) -> str:
 def run_bash(example: Example) -> str | None:
     command = str(example.parsed)
     try:
-        r = _run(command)
+        r = _run(command, folder().page(example.path))
     except subprocess.TimeoutExpired as e:
         return past_limit(example, float(e.timeout))
     return None if r.returncode == 0 else _failure(command, r)
@@ -196,7 +206,7 @@ def run_console(example: Example) -> str | None:
     checker = doctest.OutputChecker()
     for command, expected in console_steps(str(example.parsed)):
         try:
-            r = _run(command, merged=True)
+            r = _run(command, folder().page(example.path), merged=True)
         except subprocess.TimeoutExpired as e:
             return f"{past_limit(example, float(e.timeout))} (at $ {command})"
         if r.returncode != 0:
@@ -208,9 +218,11 @@ def run_console(example: Example) -> str | None:
 
 
 def within_limit(evaluator: Callable[[Example], str | None]) -> Callable[[Example], str | None]:
-    """``evaluator`` interrupted by SIGALRM past the time limit: for python blocks, which run in this process."""
+    """``evaluator`` in its page's folder, interrupted by SIGALRM past the time limit: for python blocks, which run
+    in this process."""
 
     def evaluate(example: Example) -> str | None:
+        os.chdir(folder().page(example.path))
         limit = time_limit()
 
         def expire(signum: int, frame: Any) -> None:

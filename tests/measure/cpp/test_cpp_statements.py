@@ -175,10 +175,11 @@ def test_cached_statement_does_not_rebuild(compiled):
     so = next(iter(compiled.compiled.values())).module.path
     mtime = os.stat(so).st_mtime_ns
     builds_before = sum(1 for e in read_log() if e["event"] == "builds")
+    # tests/ goes before the working directory, whose conftest.py is the root one, not tests/conftest.py.
     code = textwrap.dedent(
         f"""
         import json, sys
-        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        sys.path[:0] = [{str(Path(__file__).parent)!r}, {str(Path(__file__).parents[2])!r}]
         from test_cpp_statements import _all_statements
         from harness.measure.cpp.build import build
         from harness.measure.cpp.log import STATS
