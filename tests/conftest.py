@@ -187,3 +187,29 @@ def layers_run(tmp_path_factory):
                    "--explain-layers", "--output", str(record))
     assert done.returncode == 0, done.stdout + done.stderr
     return root, record, done
+
+
+# One gather, its indices contiguous or strided (F1_STRIDE): the same instructions, other cache misses.
+GATHER_SUITE = '''
+import os
+import harness
+suite = harness.Suite(description="one gather, contiguous or strided indices ($F1_STRIDE)")
+suite.timer("gather", "torch.take(src, idx)", setup=(
+    "import torch\\nsrc = torch.zeros(1 << 22)\\n"
+    f"idx = torch.arange(1 << 16) * {int(os.environ.get('F1_STRIDE', '1'))}"))
+'''
+
+
+@pytest.fixture(scope="session")
+def cache_runs(tmp_path_factory) -> tuple[Path, Path]:
+    """Two real `bench --mode instructions --cache-sim --layers` runs of the gather (~40 s each on 2 cores):
+    the record of its contiguous indices, then of indices 64 floats apart."""
+    if shutil.which("valgrind") is None:
+        pytest.skip("valgrind is not installed: cache figures come from callgrind")
+    root = suite_root(tmp_path_factory.mktemp("cache_runs"), "gathers", GATHER_SUITE, folder="")
+    records = (root / "contiguous.json", root / "strided.json")
+    for record, stride in zip(records, ("1", "64"), strict=True):
+        done = run_cli("bench", "--path", str(root), "gathers", "--mode", "instructions", "--cache-sim", "--layers",
+                       "--output", str(record), cwd=root, env={"F1_STRIDE": stride})
+        assert done.returncode == 0, done.stdout + done.stderr
+    return records

@@ -116,7 +116,7 @@ def test_newer_foreign_and_damaged_databases_are_refused_with_their_path(tmp_pat
     with conn:
         conn.execute("UPDATE harness_history SET value = '99' WHERE key = 'version'")
     conn.close()  # the last connection checkpoints the WAL into the file
-    _refused(capsys, newer, "schema version 99, newer than version 2", "upgrade harness")
+    _refused(capsys, newer, "schema version 99, newer than version 3", "upgrade harness")
 
     foreign = tmp_path / "other.sqlite"
     with sqlite3.connect(foreign) as conn:

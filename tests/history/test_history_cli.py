@@ -53,8 +53,8 @@ def test_the_help_of_each_subcommand_offers_only_its_options(capsys):
             main(["history", action, "--help"])
         offered[action] = {w for w in capsys.readouterr().out.split() if w.startswith("--")}
     assert offered["import"] == {"--help", "--history", "--label"}
-    assert offered["show"] == {"--help", "--history", "--by", "--last", "--plot"}
-    assert offered["changes"] == {"--help", "--history", "--by", "--last", "--fail-on-regression",
+    assert offered["show"] == {"--help", "--history", "--by", "--last", "--metric", "--plot"}
+    assert offered["changes"] == {"--help", "--history", "--by", "--last", "--metric", "--fail-on-regression",
                                    "--markdown"}
 
 

@@ -60,7 +60,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     changes.add_argument(
         "--fail-on-regression", type=float, metavar="PCT",
         help="exit 1 when the newest run is at a level more than PCT percent worse than the one before it "
-        "(a step up in time or instructions)",
+        "(a step up in time, instructions or a cache figure such as estimated_cycles)",
     )
     add_markdown(changes)
     changes.set_defaults(handler=run_changes)
@@ -84,18 +84,41 @@ def _add_series(parser: argparse.ArgumentParser) -> None:
         "commit of your repository (in order of its first run), each the median of its runs",
     )
     parser.add_argument("--last", type=int, metavar="N", help="only the newest N runs")
+    parser.add_argument(
+        "--metric", action="append", metavar="METRIC",
+        help="which values of each benchmark: value (its own: time or count), a cache figure of a count made "
+        "under bench's cache simulation (estimated_cycles, L1_hits, LL_hits, RAM_hits, Ir, Dr, Dw, D1mr, ...), "
+        "or all (repeatable; default: value and estimated_cycles)",
+    )
 
 
-def _keep(pattern: str | None):
+def _metrics(asked: list[str] | None) -> set[str] | None:
+    """The stored metric names ``--metric`` asks for (None: every one); an unknown name is a UsageError."""
+    from harness.history import metrics
+    from harness.measure.counters.cache import FIGURES
+
+    names = asked or list(metrics.DEFAULT)
+    if metrics.ALL in names:
+        return None
+    known = (metrics.VALUE, *FIGURES)
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise UsageError(f"--metric {unknown[0]}: no such metric; choose {metrics.ALL}, "
+                         + ", ".join(known))
+    return {metrics.stored_name(n) for n in names}
+
+
+def _keep(pattern: str | None, chosen: set[str] | None):
     from harness.define.selection import matches
     from harness.history.query import Benchmark
     from harness.model.task import Task
 
-    if not pattern:
+    if not pattern and chosen is None:
         return None
 
     def keep(b: Benchmark) -> bool:
-        return matches(Task(b.suite, b.name, b.kind, {}, b.mode, b.side), pattern)
+        return ((chosen is None or b.metric in chosen)
+                and (not pattern or matches(Task(b.suite, b.name, b.kind, {}, b.mode, b.side), pattern)))
 
     keep(Benchmark(0, "", "", "wall", "", "", "", False))  # a malformed -k fails now, with its message
     return keep
@@ -134,14 +157,17 @@ def _with_series(args: argparse.Namespace, then) -> int:
 
     if args.last is not None and args.last < 1:
         raise UsageError(f"--last must be >= 1, got {args.last}")
-    keep = _keep(args.pattern)
+    keep = _keep(args.pattern, _metrics(args.metric))
     console = output_console()
     with open_history(args.history, create=False) as history:
         trends = query.regroup(query.load(history, keep, args.last), args.by)
         where = escape(history.location.shown)
         if not trends.runs or not len(trends.benchmarks):
-            console.print(f"{where}: no runs" + (" with a benchmark matching -k" if args.pattern else "")
-                          + (f" with a {args.by}" if args.by != "time" else ""), highlight=False)
+            asked = f" with --metric {' '.join(args.metric)}" if args.metric else ""
+            hint = ("; cache figures come from counts made with bench --mode instructions --cache-sim"
+                    if asked and set(args.metric) - {"value", "all"} else "")
+            console.print(f"{where}: no runs" + (" with a benchmark matching -k" if args.pattern else "") + asked
+                          + (f" with a {args.by}" if args.by != "time" else "") + hint, highlight=False)
             return 0
         return then(history, trends, args, console)
 
@@ -181,17 +207,18 @@ def _changes(history, trends, args: argparse.Namespace, console: Console) -> int
 
     changes = find_changes(trends)
     unit = "runs" if args.by == "time" else args.by + "s"
+    benchmarks = len({b.identity for b in trends.benchmarks})  # a cache figure is a series of its benchmark
     if args.markdown:
         from harness.present.history_table import why
         from harness.present.markdown import changes_markdown
 
         print_markdown(changes_markdown(changes, [why(history, c) for c in changes], runs=len(trends.runs),
-                                        benchmarks=len(trends.benchmarks)))
+                                        benchmarks=benchmarks))
     elif changes:
         console.print(changes_table(history, changes, f"steps over {len(trends.runs)} {unit} in "
                                                       f"{history.location.shown}"))
     else:
-        console.print(f"no step beyond the noise in {len(trends.benchmarks)} benchmark(s) over "
+        console.print(f"no step beyond the noise in {benchmarks} benchmark(s) over "
                       f"{len(trends.runs)} {unit}", highlight=False)
     if args.fail_on_regression is None:
         return 0

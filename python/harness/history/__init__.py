@@ -3,7 +3,9 @@
 Lives here: ``location`` (which database: a path, a URL, ``$HARNESS_HISTORY``,
 the default under the user's data directory), ``schema`` (the tables and the
 migrations between schema versions), ``database`` (``History``: opening,
-checking and writing; storing a run or importing records), ``query``
+checking and writing; storing a run or importing records), ``metrics``
+(which values of a result are kept: its own, and each cache figure of a
+``--cache-sim`` count as a series of its own), ``query``
 (benchmarks' values over runs, read for ``show`` and ``changes``),
 ``provenance`` (a run's identity, the user's own git commit and branch),
 ``changes`` (change points of a series: ruptures, then scipy's test of each

@@ -37,7 +37,7 @@ from sqlalchemy.pool import NullPool
 
 from harness.errors import UsageError
 from harness.files.oserrors import owned
-from harness.history import provenance, schema
+from harness.history import metrics, provenance, schema
 from harness.history.location import Location, locate
 from harness.model.record import RunRecord
 from harness.model.result import TaskResult
@@ -63,7 +63,7 @@ class History:
     def __init__(self, location: Location, engine: Engine) -> None:
         self.location = location
         self.engine = engine
-        self._benchmarks: dict[tuple[str, str, str, str], int] = {}
+        self._benchmarks: dict[tuple[str, ...], int] = {}
 
     # -- opening -------------------------------------------------------------------------------------
     def __enter__(self) -> History:
@@ -185,32 +185,33 @@ class History:
                                       .where(schema.RUNS.c.run_key.in_(chunk))).all())
         return found
 
-    def _benchmark_ids(self, conn: Connection, results: Sequence[TaskResult]) -> list[int]:
+    def _benchmark_ids(self, conn: Connection, series: Sequence[Series]) -> list[int]:
         table = schema.BENCHMARKS
-        keys = [_benchmark_key(r) for r in results]
-        if any(k not in self._benchmarks for k in keys):
-            rows = conn.execute(select(table.c.suite, table.c.name, table.c.mode, table.c.side, table.c.id))
-            self._benchmarks = {(s, n, m, d): i for s, n, m, d, i in rows}
-            missing = {k: r for k, r in zip(keys, results, strict=True) if k not in self._benchmarks}
-            for key, r in missing.items():
-                suite, name, mode, side = key
-                new = conn.execute(table.insert().values(suite=suite, name=name, mode=mode, side=side, kind=r.task.kind,
-                                                         unit=r.value_unit,
-                                                         higher_is_better=r.higher_is_better))
+        if any(s.key not in self._benchmarks for s in series):
+            rows = conn.execute(select(table.c.suite, table.c.name, table.c.mode, table.c.side, table.c.metric,
+                                       table.c.id))
+            self._benchmarks = {tuple(row[:5]): row[5] for row in rows}
+            missing = {s.key: s for s in series if s.key not in self._benchmarks}
+            for key, s in missing.items():
+                suite, name, mode, side, metric = key
+                new = conn.execute(table.insert().values(suite=suite, name=name, mode=mode, side=side, metric=metric,
+                                                         kind=s.result.task.kind, unit=s.unit,
+                                                         higher_is_better=s.higher_is_better))
                 self._benchmarks[key] = int(new.inserted_primary_key[0])
-        return [self._benchmarks[k] for k in keys]
+        return [self._benchmarks[s.key] for s in series]
 
     def _insert(self, conn: Connection, record: RunRecord, key: str, label: str, source: str,
                 repository: dict[str, str]) -> int:
-        results = _unique(record.results)
-        ids = self._benchmark_ids(conn, results)
-        values = [_value(r) for r in results]
+        series = [s for r in _unique(record.results) for s in _series(r)]
+        ids = self._benchmark_ids(conn, series)
         run = _run_row(record, key, label, source, repository)
-        run["series"] = schema.pack_series(ids, [math.nan if v is None else v for v in values])
+        run["series"] = schema.pack_series(ids, [math.nan if s.value is None else s.value for s in series])
         run_id = int(conn.execute(schema.RUNS.insert().values(**run)).inserted_primary_key[0])
-        if results:
-            conn.execute(schema.RESULTS.insert(), [_result_row(r, b, run_id, v)
-                                                   for r, b, v in zip(results, ids, values, strict=True)])
+        if series:
+            conn.execute(schema.RESULTS.insert(), [
+                _result_row(s.result, b, run_id, s.value) if not s.metric else
+                schema.figure_row(b, run_id, s.result.status, s.metric, s.value, s.result.number_per_run)
+                for s, b in zip(series, ids, strict=True)])
         return run_id
 
     def import_paths(self, paths: Iterable[str | os.PathLike[str]], label: str = "") -> list[tuple[str, int, int]]:
@@ -253,6 +254,28 @@ def _state(conn: Connection, location: Location) -> int:
 
 def _benchmark_key(r: TaskResult) -> tuple[str, str, str, str]:
     return (r.task.suite, r.task.name, r.task.mode, r.task.side)
+
+
+@dataclasses.dataclass(frozen=True)
+class Series:
+    """One value a run gives a series: a result's own (``metric`` "") or one of its cache figures."""
+
+    result: TaskResult
+    metric: str
+    unit: str
+    higher_is_better: bool
+    value: float | None
+
+    @property
+    def key(self) -> tuple[str, str, str, str, str]:
+        return (*_benchmark_key(self.result), self.metric)
+
+
+def _series(r: TaskResult) -> list[Series]:
+    """A result's own value, then each of its cache figures (``history.metrics``)."""
+    own = Series(r, "", r.value_unit, r.higher_is_better, _value(r))
+    return [own, *(Series(r, figure, metrics.figure_unit(figure), False, value)
+                   for figure, value in metrics.cache_figures(r.extra, r.ok).items())]
 
 
 def _unique(results: Sequence[TaskResult]) -> list[TaskResult]:

@@ -3,7 +3,9 @@
 The runs are read with their packed series (``schema.pack_series``): one row
 per run, whatever the number of benchmarks, into a matrix of benchmark x
 run (NaN where a run has no value for a benchmark: not run, or failed).
-Runs are ordered by start time; ``regroup`` merges them by label or by the
+A benchmark here is one series: a result's own value, or one of its cache
+figures (``Benchmark.metric``, ``history.metrics``); ``load``'s ``keep``
+picks which. Runs are ordered by start time; ``regroup`` merges them by label or by the
 user's commit (the median of each group), in order of label (natural
 order: v2 before v10) or of the commit's first run.
 """
@@ -58,12 +60,21 @@ class Benchmark:
     kind: str
     unit: str
     higher_is_better: bool
+    metric: str = ""  # "": the result's own value; else a cache figure (history.metrics)
 
     @property
     def full_name(self) -> str:
-        """``suite/name``, with ``@side`` for an A/B side and `` [instructions]`` for a count."""
+        """``suite/name``, with ``@side`` for an A/B side, `` [instructions]`` for a count and
+        `` [estimated_cycles]`` (the figure's name) for a cache figure of one."""
         text = f"{self.suite}/{self.name}" + (f"@{self.side}" if self.side else "")
+        if self.metric:
+            return text + f" [{self.metric}]"
         return text + (" [instructions]" if self.mode == "instructions" else "")
+
+    @property
+    def identity(self) -> tuple[str, str, str, str]:
+        """The benchmark whose series this is, whatever its metric."""
+        return (self.suite, self.name, self.mode, self.side)
 
 
 @dataclasses.dataclass
@@ -85,7 +96,8 @@ def benchmarks(history: History) -> list[Benchmark]:
     t = schema.BENCHMARKS
     with history.errors("read the benchmarks"), history.read() as conn:
         rows = conn.execute(select(t.c.id, t.c.suite, t.c.name, t.c.mode, t.c.side, t.c.kind, t.c.unit,
-                                   t.c.higher_is_better).order_by(t.c.suite, t.c.name, t.c.mode, t.c.side))
+                                   t.c.higher_is_better, t.c.metric)
+                            .order_by(t.c.suite, t.c.name, t.c.mode, t.c.side, t.c.metric))
         return [Benchmark(*row) for row in rows]
 
 
@@ -150,6 +162,18 @@ def regroup(trends: Trends, by: str) -> Trends:
         columns.append(median)
     values = np.stack(columns, axis=1) if columns else np.zeros((len(trends.benchmarks), 0))
     return Trends(runs, trends.benchmarks, values)
+
+
+def own_id(history: History, benchmark: Benchmark) -> int | None:
+    """The id of the series of a benchmark's own value (a cache figure's result keeps no ``extra``:
+    its benchmark's own result does)."""
+    if not benchmark.metric:
+        return benchmark.id
+    t = schema.BENCHMARKS
+    query = select(t.c.id).where(t.c.suite == benchmark.suite, t.c.name == benchmark.name, t.c.mode == benchmark.mode,
+                                 t.c.side == benchmark.side, t.c.metric == "")
+    with history.errors("read the benchmarks"), history.read() as conn:
+        return conn.execute(query).scalar()
 
 
 def details(history: History, benchmark_id: int, run_ids: Sequence[int]) -> dict[int, tuple[dict[str, Any], int]]:

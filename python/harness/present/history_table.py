@@ -5,7 +5,10 @@ value, the latest against the first and against the run before, the range,
 and a sparkline of every value (medians of equal bins when there are more
 runs than characters). ``changes_table`` is ``history changes``: each step
 with its size, the runs on each side (label, commit) and, where both runs
-recorded them, the layers and functions whose instructions moved most.
+recorded them, the layers and functions whose instructions moved most (and,
+for a step of a cache figure, the layers whose estimated cycles moved most).
+A series is a benchmark's own value or one of its cache figures
+(``history.metrics``); the figures' counts are shown in full, with their unit.
 """
 
 from __future__ import annotations
@@ -20,9 +23,11 @@ from rich.text import Text
 from harness.history import query
 from harness.history.changes import Change
 from harness.history.database import History
+from harness.history.metrics import COUNT_UNITS
 from harness.model.phases import phases_of
 from harness.model.result import TaskResult
 from harness.model.task import Task
+from harness.present.cache_table import cycles_layers
 from harness.present.layer_table import layer_changes
 from harness.present.phase_table import moved_phases_text
 from harness.present.run_comparison import symbol_deltas
@@ -62,11 +67,16 @@ def time_unit(seconds: float) -> tuple[str, float]:
     return "ns", 1e-9
 
 
-def _value(value: float, unit: str) -> str:
+def value_text(value: float, unit: str) -> str:
+    """A value of a series: a time in its unit, a count (instructions, a cache figure) in full."""
     if unit == "s":
         name, scale = time_unit(value)
         return f"{value / scale:.3g} {name}"
-    return format_value(value, unit) if unit == "instructions" else f"{value:.4g} {unit}".strip()
+    if unit == "instructions":
+        return format_value(value, unit)
+    if unit in COUNT_UNITS:
+        return f"{value:,.0f} {unit}"
+    return f"{value:.4g} {unit}".strip()
 
 
 def _change(change: float, worse: bool) -> Text:
@@ -96,9 +106,9 @@ def show_table(trends: query.Trends, title: str) -> Table:
         vs_first = latest / first - 1 if first else math.nan
         vs_previous = latest / previous - 1 if previous else math.nan
         table.add_row(
-            Text(b.full_name), str(len(values)), _value(first, b.unit), _value(latest, b.unit),
+            Text(b.full_name), str(len(values)), value_text(first, b.unit), value_text(latest, b.unit),
             _change(vs_first, _worse(b, vs_first)), _change(vs_previous, _worse(b, vs_previous)),
-            _value(float(values.min()), b.unit), _value(float(values.max()), b.unit), sparkline(values),
+            value_text(float(values.min()), b.unit), value_text(float(values.max()), b.unit), sparkline(values),
         )
     return table
 
@@ -110,6 +120,7 @@ class Why:
     layers: list[tuple[str, float, float]]
     symbols: list[tuple[str, float, float]]
     phases: str = ""  # the torch compile phases whose own part moved most (results measured with --phases)
+    cycles: list[tuple[str, float, float]] = dataclasses.field(default_factory=list)  # layers by estimated cycles
 
 
 def _result(benchmark: query.Benchmark, extra: dict, number: int) -> TaskResult:
@@ -118,11 +129,18 @@ def _result(benchmark: query.Benchmark, extra: dict, number: int) -> TaskResult:
 
 
 def why(history: History, change: Change) -> Why:
-    """The layers and functions that moved between the runs on the two sides of a step."""
-    found = query.details(history, change.benchmark.id, [change.before.id, change.after.id])
+    """The layers and functions that moved between the runs on the two sides of a step; for a step of a
+    cache figure, the layers whose estimated cycles moved too (a count made with --cache-sim --layers)."""
+    own = query.own_id(history, change.benchmark)
+    found = query.details(history, own, [change.before.id, change.after.id]) if own is not None else {}
     if change.before.id not in found or change.after.id not in found:
         return Why([], [])
     before, after = (_result(change.benchmark, *found[r.id]) for r in (change.before, change.after))
+    cycles: list[tuple[str, float, float]] = []
+    if change.benchmark.metric:
+        a, b = cycles_layers(before) or {}, cycles_layers(after) or {}
+        cycles = sorted(((n, a.get(n, 0.0), b.get(n, 0.0)) for n in dict.fromkeys([*a, *b])
+                         if round(b.get(n, 0.0) - a.get(n, 0.0))), key=lambda t: -abs(t[2] - t[1]))[:TOP_MOVED]
     layers = sorted(layer_changes(before, after), key=lambda t: -abs(t[2] - t[1]))
     symbols = sorted(symbol_deltas(before, after), key=lambda t: -abs(t[3]))
     phases_before, phases_after = phases_of(before.extra), phases_of(after.extra)
@@ -130,7 +148,7 @@ def why(history: History, change: Change) -> Why:
     if phases_before is not None and phases_after is not None and phases_before.unit == phases_after.unit:
         phases = moved_phases_text(phases_before, phases_after)
     return Why([t for t in layers if t[2] != t[1]][:TOP_MOVED],
-               [(s, a, b) for s, a, b, d in symbols if d][:TOP_MOVED], phases)
+               [(s, a, b) for s, a, b, d in symbols if d][:TOP_MOVED], phases, cycles)
 
 
 def _side(run: query.RunInfo) -> str:
@@ -150,7 +168,7 @@ def changes_table(history: History, changes: list[Change], title: str) -> Table:
     table.add_column("after", justify="right", no_wrap=True)
     table.add_column("last run before", overflow="fold")
     table.add_column("first run after", overflow="fold")
-    table.add_column("what moved (instructions per run)", overflow="fold")
+    table.add_column("what moved (instructions per run; estimated cycles per run)", overflow="fold")
     for c in changes:
         b = c.benchmark
         reason = why(history, c)
@@ -158,10 +176,11 @@ def changes_table(history: History, changes: list[Change], title: str) -> Table:
             f"phases: {reason.phases}" if reason.phases else "",
             f"layers: {_moved(reason.layers)}" if reason.layers else "",
             f"functions: {_moved(reason.symbols)}" if reason.symbols else "",
+            f"layers by estimated cycles: {_moved(reason.cycles)}" if reason.cycles else "",
         ]))
         step = _change(c.step.change, c.worse)
         if c.step.tentative:
             step.append(" (newest runs only)")
-        table.add_row(Text(b.full_name), step, _value(c.step.before, b.unit), _value(c.step.after, b.unit),
+        table.add_row(Text(b.full_name), step, value_text(c.step.before, b.unit), value_text(c.step.after, b.unit),
                       Text(_side(c.before)), Text(_side(c.after)), Text(moved))
     return table

@@ -215,8 +215,9 @@ def _number(value: float | None) -> str:
 
 def changes_markdown(changes: Sequence[Change], reasons: Sequence[Why], *, runs: int, benchmarks: int,
                      heading: str = "harness history changes") -> str:
-    """The markdown of ``history changes``: each step beyond the noise, the runs on its two sides, and
-    what moved with it (``reasons``: one per change, as ``present.history_table.why`` finds them)."""
+    """The markdown of ``history changes``: each step beyond the noise (of a benchmark's own value or of a
+    cache figure), the runs on its two sides, and what moved with it (``reasons``: one per change, as
+    ``present.history_table.why`` finds them)."""
     worse = [c for c in changes if c.worse]
     if worse:
         verdict = f"🔴 **{len(worse)} step(s) the bad way**, {len(changes) - len(worse)} the good way"
@@ -226,17 +227,19 @@ def changes_markdown(changes: Sequence[Change], reasons: Sequence[Why], *, runs:
         verdict = "🟢 **no step beyond the noise**"
     lines = [f"### {heading}", "", f"{verdict} in {benchmarks} benchmark(s) over {runs} run(s).", ""]
     if changes:
+        from harness.present.history_table import value_text  # the history's formats (history_table reads SQL)
+
         rows = []
         for c in changes:
             unit = c.benchmark.unit
             rows.append((c.benchmark.full_name, f"{ICON['slower' if c.worse else 'faster']} {_pct(c.step.change)}",
-                         format_value(c.step.before, unit), format_value(c.step.after, unit),
+                         value_text(c.step.before, unit), value_text(c.step.after, unit),
                          _run_text(c.before), _run_text(c.after)))
         lines += [markdown_table(["benchmark", "step", "before", "after", "last run before", "first run after"],
                                  rows, "lrrrll"), ""]
         for c, why in zip(changes, reasons, strict=True):
             block = _moved_block(c.benchmark.full_name, [(layer_title(n), a, b) for n, a, b in why.layers],
-                                 why.symbols, why.phases)
+                                 why.symbols, why.phases, [(layer_title(n), a, b) for n, a, b in why.cycles])
             if block:
                 lines += [block, ""]
     return "\n".join(lines).rstrip() + "\n"

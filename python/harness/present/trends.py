@@ -8,7 +8,9 @@ circles sit where matplotlib drew the points: the figure is saved without
 cropping, so its SVG coordinates are its pixel coordinates scaled to 72 dpi.
 
 ``trends_from_runs`` makes the same ``Trends`` the history database gives
-out of run records, so the HTML report draws trends of the files it is given.
+out of run records (the estimated cycles of a ``--cache-sim`` count a series
+of their own, as the history shows them by default), so the HTML report draws
+trends of the files it is given.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from harness.history.changes import Change, find_changes
+from harness.history.metrics import CACHE_HEADLINE, cache_figures, figure_unit
 from harness.history.query import Benchmark, RunInfo, Trends
 from harness.model.record import RunRecord
 from harness.present import plots
@@ -30,7 +33,8 @@ STEP_COLOR = "#c44e52"
 
 
 def trends_from_runs(runs: Sequence[tuple[str, RunRecord]]) -> Trends:
-    """Run records (oldest first) as the history's ``Trends``: every ok, finite value."""
+    """Run records (oldest first) as the history's ``Trends``: every ok, finite value, and the estimated cycles
+    of counts made with ``--cache-sim``."""
     infos, keys, rows = [], {}, []
     for j, (source, record) in enumerate(runs):
         env = record.environment
@@ -43,11 +47,16 @@ def trends_from_runs(runs: Sequence[tuple[str, RunRecord]]) -> Trends:
         for r in record.results:
             if not r.ok or not math.isfinite(r.value):
                 continue
-            key = (r.task.suite, r.task.name, r.task.mode, r.task.side)
-            if key not in keys:
-                keys[key] = Benchmark(len(keys), *key, r.task.kind, r.value_unit, r.higher_is_better)
-                rows.append({})
-            rows[keys[key].id].setdefault(j, r.value)
+            series = [("", r.value_unit, r.higher_is_better, r.value)]
+            cycles = cache_figures(r.extra).get(CACHE_HEADLINE)  # the history's default series, as its charts
+            if cycles is not None:
+                series.append((CACHE_HEADLINE, figure_unit(CACHE_HEADLINE), False, cycles))
+            for metric, unit, higher_is_better, value in series:
+                key = (r.task.suite, r.task.name, r.task.mode, r.task.side, metric)
+                if key not in keys:
+                    keys[key] = Benchmark(len(keys), *key[:4], r.task.kind, unit, higher_is_better, metric)
+                    rows.append({})
+                rows[keys[key].id].setdefault(j, value)
     values = np.full((len(keys), len(runs)), np.nan)
     for i, row in enumerate(rows):
         for j, v in row.items():
