@@ -3,7 +3,9 @@
 Everything here reads ``extra["cache"]`` of a result (every figure per run,
 its baseline subtracted, written by ``measure.callgrind.details``) and, for
 layers, ``extra["cycles_layers"]`` (estimated cycles of ``number_per_run``
-runs per layer).
+runs per layer). The report's section has both: the newest run's figures
+per benchmark and, with layers, its estimated cycles per layer against the
+latest earlier run that has them (``compare --layers``'s table, in HTML).
 """
 
 from __future__ import annotations
@@ -63,14 +65,60 @@ def cache_section(runs: Runs) -> str | None:
         c = cache_of(r) or {}
         rows.append(f"<tr><td>{html_parts.escape(r.task.full_name)}</td>"
                     + "".join(num_cell(f"{c.get(n, 0):,.0f}", c.get(n, 0)) for n in SHOWN) + "</tr>")
-    return "\n".join([
+    parts = [
         '<h2 id="cache">Cache figures</h2>',
         f"<p>{html_parts.escape(run_label(index, record, source))}: per run, baseline subtracted, "
         f"under callgrind's cache simulation{' (' + html_parts.escape(shape) + ')' if shape else ''}; "
         "estimated cycles = L1 hits + 5 x LL hits "
         "+ 35 x RAM hits (iai-callgrind's weights).</p>",
         f'<table class="sortable"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>',
-    ])
+    ]
+    return "\n".join(parts + _cycles_layers_html(runs, index, results))
+
+
+def _identity(r: TaskResult) -> tuple[str, str, str, str]:
+    return (r.task.suite, r.task.name, r.task.mode, r.task.side)
+
+
+def _cycles_layers_html(runs: Runs, index: int, results: list[TaskResult]) -> list[str]:
+    """Per benchmark of the newest run counted with --cache-sim --layers: its estimated cycles per layer and,
+    where an earlier run counted it so too, the change since the latest such run (what compare --layers
+    prints)."""
+    layered = [(r, layers) for r in results if (layers := cycles_layers(r)) is not None]
+    if not layered:
+        return []
+    out = ['<h3 id="cache-layers">Estimated cycles by layer</h3>',
+           "<p>Per run, baseline subtracted (<code>bench --mode instructions --cache-sim --layers</code>): each "
+           "layer's estimated cycles, adding up to the benchmark's; where an earlier run of this report counted "
+           "the benchmark so too, the change since the latest one, as <code>compare --layers</code> shows it.</p>"]
+    for r, new in layered:
+        name = html_parts.escape(r.task.full_name)
+        found = next(((i, base) for i in range(index - 1, -1, -1) for old in runs[i][1].results
+                      if _identity(old) == _identity(r) and (base := cycles_layers(old)) is not None), None)
+        if found is None:
+            head = ("layer", "estimated cycles", "share")
+            total = sum(new.values())
+            body = [f"<tr><td>{html_parts.escape(title(layer))}</td>" + num_cell(f"{c:,.0f}", c)
+                    + num_cell(f"{c / total:.1%}" if total else "", c / total if total else None) + "</tr>"
+                    for layer, c in new.items() if round(c)]
+            caption = f"{name}: estimated cycles per run by layer"
+        else:
+            at, base = found
+            head = ("layer", "base", "new", "change", "%")
+            body = []
+            for layer, _ in ordered(dict.fromkeys([*base, *new], 0.0)):
+                x, y = base.get(layer, 0.0), new.get(layer, 0.0)
+                if round(x) or round(y):
+                    pct = (y - x) / x if x else None
+                    body.append(f"<tr><td>{html_parts.escape(title(layer))}</td>" + num_cell(f"{x:,.0f}", x)
+                                + num_cell(f"{y:,.0f}", y) + num_cell(f"{y - x:+,.0f}", y - x)
+                                + num_cell("" if pct is None else f"{pct:+.1%}", pct) + "</tr>")
+            caption = (f"{name}: estimated cycles per run by layer, "
+                       f"{html_parts.escape(run_label(at, runs[at][1], runs[at][0]))} (base) → "
+                       f"{html_parts.escape(run_label(index, runs[index][1], runs[index][0]))} (new)")
+        out.append(f'<table class="sortable cache-layers"><caption>{caption}</caption><thead><tr>'
+                   + "".join(f"<th>{h}</th>" for h in head) + f'</tr></thead><tbody>{"".join(body)}</tbody></table>')
+    return out
 
 
 def cache_changes(base: TaskResult, new: TaskResult) -> list[tuple[str, float, float]]:

@@ -41,6 +41,7 @@ table { border-collapse: collapse; margin: .6em 0 1.2em; font-size: .9em; }
 th, td { border: 1px solid #ddd; padding: .25em .6em; text-align: left; vertical-align: top; }
 th { background: #f3f5f9; cursor: pointer; user-select: none; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
+caption { text-align: left; font-weight: 600; padding: .2em 0; }
 tr.noisy td { background: #fff6db; }
 tr.failed td { background: #fde8e8; }
 .flag { color: #b35c00; font-weight: bold; }
