@@ -126,6 +126,15 @@ void write_status(int fd, int32_t kind, int32_t pid, int32_t status) {
   }
 }
 
+// In a process just forked: SIGKILL when the thread that forked it ends. A fork does not inherit
+// the signal, and a parent already gone would never send it, so whether `parent` is still this
+// process's parent is checked once it is set. It allocates nothing: a zygote's child calls it before
+// anything else, and a counting child (harness.measure.callgrind.counter) just before its count.
+bool tether_to(pid_t parent) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  return getppid() == parent;
+}
+
 int zygote_loop(int ctl_fd, int status_fd) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);  // the zygote goes when the worker that forked it goes
   for (;;) {
@@ -135,9 +144,10 @@ int zygote_loop(int ctl_fd, int status_fd) {
       n = read(ctl_fd, &byte, 1);
     } while (n < 0 && errno == EINTR);
     if (n != 1) return -1;
+    const pid_t zygote = getpid();
     const pid_t pid = fork();
     if (pid == 0) {
-      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (!tether_to(zygote)) _exit(1);
       PyOS_AfterFork_Child();
       return 0;
     }
@@ -235,6 +245,14 @@ PYBIND11_MODULE(_C, m) {
       },
       py::arg("sampler"), py::arg("number"), "Run sampler(number) with collection on around exactly that call.");
 
+  m.def(
+      "die_with_parent",
+      [](int parent) {
+        if (!tether_to(parent)) _exit(1);
+      },
+      py::arg("parent"),
+      "In a process just forked by `parent`: be killed (SIGKILL) when the thread that forked it ends; "
+      "exit at once (status 1) when `parent` is already gone.");
   m.def("zygote_loop", &zygote_loop, py::arg("ctl_fd"), py::arg("status_fd"),
         "Fork a child per byte read on ctl_fd, reporting on status_fd; returns 0 in each child, -1 at EOF.");
 

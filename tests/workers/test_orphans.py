@@ -1,14 +1,15 @@
 """Nothing outlives its run: `bench` killed with SIGKILL (the process, not its group, as the OOM
 killer or a CI runner's hard stop does) while a worker runs a statement that never returns leaves
 no process of that run alive 10 s later, whatever the statement does (a spin, a sleep loop, a C++
-spin holding no GIL) and whatever runs it (a wall-time worker, a counting worker under valgrind and
-its zygote's child, a kept worker's session). A kept worker itself stays, idle.
+spin holding no GIL) and whatever runs it (a wall-time worker, a counting worker under valgrind,
+its zygote's child and the forks that child counts each repeat in, a kept worker's session). A kept
+worker itself stays, idle.
 
 Each run's processes carry a marker of its own in their environment (inherited by every child),
 so they are found by walking /proc; whatever is left is killed in a ``finally``.
 
 Cost (2-core machine): one plain worker start (import torch), one C++ statement (cached after its
-first compile), two valgrind'ed worker start-ups (~15-20 s each); about 1-2 minutes.
+first compile), three valgrind'ed worker start-ups (~15-20 s each); about 2 minutes.
 """
 
 from __future__ import annotations
@@ -91,18 +92,24 @@ def run_dir():
 def _kill_bench_mid_statement(run_dir: Path, definition: str, *args: str, env: dict[str, str] | None = None,
                               start_within: float = 300.0) -> tuple[dict[int, str], dict[int, str], set[int]]:
     """Start `bench --timeout 600` on a suite whose statement never returns, SIGKILL the bench process
-    (not its group) once a worker runs the statement; (its processes then, those alive 10 s later
-    less the kept workers (server and zygote) and the `cat`s draining their stderr, which are meant
-    to stay, and the kept workers' processes alive then)."""
+    (not its group) once a worker runs the statement; as ``_kill_client_mid_statement``."""
+    suite = _suite(run_dir, definition)
+    command = [sys.executable, "-m", "harness", "bench", "--path", str(suite), "--timeout", "600", *args]
+    return _kill_client_mid_statement(run_dir, command, env=env, start_within=start_within)
+
+
+def _kill_client_mid_statement(run_dir: Path, command: list[str], env: dict[str, str] | None = None,
+                               start_within: float = 300.0) -> tuple[dict[int, str], dict[int, str], set[int]]:
+    """Start ``command`` (a client of harness's workers), SIGKILL it (not its group) once a worker runs
+    a statement that never returns; (its processes then, those alive 10 s later less the kept workers
+    (server and zygote) and the `cat`s draining their stderr, which are meant to stay, and the kept
+    workers' processes alive then)."""
     marker = f"{MARKER_VAR}={uuid.uuid4().hex}"
     key, value = marker.split("=")
-    suite = _suite(run_dir, definition)
     full_env = {**os.environ, "TMPDIR": str(run_dir), KEEP_WORKER_ENV: "0", **(env or {}), key: value}
     log = open(run_dir / "bench.log", "wb")  # noqa: SIM115 - closed below
-    bench = subprocess.Popen(
-        [sys.executable, "-m", "harness", "bench", "--path", str(suite), "--timeout", "600", *args],
-        cwd=run_dir, env=full_env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-    )
+    bench = subprocess.Popen(command, cwd=run_dir, env=full_env, stdin=subprocess.DEVNULL, stdout=log,
+                             stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + start_within
         while not (run_dir / "started").exists():
@@ -175,3 +182,18 @@ def test_kept_workers_session_goes_with_a_killed_bench_and_the_worker_stays(run_
     assert server in before and sum("harness.run.worker" in cmd for cmd in before.values()) >= 4, before
     assert left == {}
     assert server in stayed and len(stayed) == 2, stayed  # alive after the 10 s: itself and its zygote
+
+
+def test_counting_childs_forked_repeats_go_with_a_killed_client(run_dir: Path):
+    """The processes a counting child forks, one per repeat (``CallgrindCounter._measure_in_children``:
+    every count of a statement under callgrind where forking is safe, ``repeats`` of them), spinning:
+    the statement returns in the warm-up, which runs in the counting child itself, and spins only in
+    its forks. The client is a script calling ``Timer.collect_callgrind(repeats=3)`` (was: the three
+    forks, valgrind.bin each, spinning for ever once their parent was killed)."""
+    stmt = "if os.getpid() != home:\n    open('started', 'w').close()\n    while True: pass"
+    script = f"import harness; harness.Timer({stmt!r}, setup='import os; home = os.getpid()')" \
+             ".collect_callgrind(number=1, repeats=3)"
+    before, left, _ = _kill_client_mid_statement(run_dir, [sys.executable, "-c", script])
+    # the worker, its zygote, the zygote's child and its three forks
+    assert sum("harness.run.worker" in cmd for cmd in before.values()) >= 6, before
+    assert left == {}

@@ -44,6 +44,7 @@ def serve_socket(path: str, idle_timeout: float, handle: Any, session_ended: Any
     bound_inode = sock_path.stat().st_ino
     server.listen(4)
     server.settimeout(idle_timeout)
+    server_pid = os.getpid()
     try:
         while True:
             try:
@@ -54,7 +55,7 @@ def serve_socket(path: str, idle_timeout: float, handle: Any, session_ended: Any
             if pid == 0:  # pragma: no cover - the session, in the child
                 server.close()
                 os.setpgid(0, 0)  # a group of its own: a client's kill ends it, not the server
-                die_with_parent()  # `workers stop` ends the server: its session goes too
+                die_with_parent(server_pid)  # `workers stop` ends the server: its session goes too
                 _serve_session(conn, handle)
             try:
                 status, abandoned = _wait_for_session(pid, conn)

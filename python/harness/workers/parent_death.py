@@ -22,26 +22,24 @@ Two properties of that signal shape this module:
   (``spawn``).
 
 A process forked by an already tethered one does not inherit the signal:
-forks that must go with their parent call ``die_with_parent()`` (a kept
-worker's sessions); the zygote and its children set it in C
-(``harness._C.zygote_loop``).
+forks that must go with their parent call ``die_with_parent(parent)`` (a kept
+worker's sessions, the forks a counting child counts each repeat in); the
+zygote and its children set it in C (``harness._C.zygote_loop``). Both are
+``tether_to`` in the C++ core, which allocates nothing, so a count taken
+after it does not move.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
-import ctypes
 import os
 import queue
-import signal
 import sys
 import threading
 from collections.abc import Callable
 from typing import TypeVar
 
 T = TypeVar("T")
-
-_PR_SET_PDEATHSIG = 1
 
 # argv: the pid of the parent that must be alive, then the command. The parent may have died
 # between fork and prctl, which the signal would then never report: checked after it is set.
@@ -51,7 +49,7 @@ _PR_SET_PDEATHSIG = 1
 # adds LC_CTYPE under the C locale), in its order.
 _WRAPPER_CODE = """\
 import ctypes, os, signal, sys
-ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
+ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 if os.getppid() != int(sys.argv[1]):
     os._exit(1)
 for s in (signal.SIGPIPE, signal.SIGXFSZ):
@@ -75,13 +73,12 @@ def wrapped(command: list[str]) -> list[str]:
     return [sys.executable, "-S", "-I", "-c", _WRAPPER_CODE, str(os.getpid()), *command]
 
 
-def die_with_parent() -> None:
-    """In a process just forked: be killed when the thread that forked it ends (and at once when
-    that parent is already gone)."""
-    parent = os.getppid()
-    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != parent:
-        os._exit(1)
+def die_with_parent(parent: int) -> None:
+    """In a process just forked by ``parent`` (its pid, read before the fork): be killed when the
+    thread that forked it ends, and exit at once when that parent is already gone."""
+    from harness.core import native  # loaded already in every process that forks one
+
+    native().die_with_parent(parent)
 
 
 _lock = threading.Lock()

@@ -307,7 +307,11 @@ class CallgrindCounter(InstructionCounter):
         Nothing runs in this process between the forks but the forks
         themselves: any allocation here (reading a child's answer) would
         change the heap the next child starts from, and with it the count.
+        A fork does not inherit the parent-death signal this process has
+        (``workers.parent_death``): each child sets its own, in C, before it
+        counts, so that it goes with this process whatever its statement does.
         """
+        parent = os.getpid()  # before the forks: the children only read it
         pipes = [os.pipe() for _ in range(repeats)]
         pids = [0] * repeats
         try:
@@ -317,7 +321,7 @@ class CallgrindCounter(InstructionCounter):
                 for i in range(repeats):
                     pid = os.fork()
                     if pid == 0:  # pragma: no cover - runs in the child
-                        self._child(C, sampler, number, clocked, pipes[i][1])
+                        self._child(C, sampler, number, clocked, pipes[i][1], parent)
                     pids[i] = pid
         except BaseException:  # fork failed (memory?) or Ctrl-C: leave nothing behind
             for pid in pids:
@@ -346,9 +350,14 @@ class CallgrindCounter(InstructionCounter):
             self._fail_child(*failure)
         return pids
 
-    def _child(self, C: Any, sampler: Sampler, number: int, clocked: bool, answer_fd: int) -> None:
-        """Measure once and exit without running any Python clean-up (nothing to flush, faster)."""
+    def _child(self, C: Any, sampler: Sampler, number: int, clocked: bool, answer_fd: int, parent: int) -> None:
+        """Measure once and exit without running any Python clean-up (nothing to flush, faster).
+
+        First it is tethered to ``parent``: killed when the thread that forked it ends, at once
+        if that has already happened. The same call in every child, outside the region, so no count moves.
+        """
         assert self._dir is not None
+        native().die_with_parent(parent)
         code = 0
         try:
             err = os.open(self._dir / _stderr_name(os.getpid()), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
