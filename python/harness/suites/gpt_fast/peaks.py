@@ -9,8 +9,9 @@ which was used; run records store it.
 A peak is what the machine can do, so a measurement is the best of several
 tries, and one taken while the machine was busy (records.noise's load signal,
 the one the noise warning reports) is used for that run but never cached. A
-kernel that runs faster than a measured peak proves the peak stale: the run
-raises it to the observed rate, in the cache too (peak_check.py), and says so.
+kernel that runs faster than a measured peak (FLOP/s or bytes/s alike,
+``PeakKind``) proves the peak stale: the run measures it again or raises it
+to the observed rate, in the cache too (peak_check.py), and says so.
 
 A measured peak is the best this torch build achieves here, not a datasheet
 ceiling, so utilisation against it can come close to 1; datasheet peaks are
@@ -24,6 +25,7 @@ import hashlib
 import json
 import re
 import socket
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -48,6 +50,35 @@ class Peaks:
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class PeakKind:
+    """One of the two peaks a ``Peaks`` holds: its field (in ``Peaks`` and in a cache record) and its unit."""
+
+    field: str
+    unit: str  # of 1e9 per second
+    share: str  # what a rate over this peak is called
+
+    def of(self, peaks: Peaks) -> float:
+        return float(getattr(peaks, self.field))
+
+    def text(self, rate: float) -> str:
+        return f"{rate / 1e9:,.1f} {self.unit}"
+
+
+FLOP_PEAK = PeakKind("flops_per_s", "GFLOP/s", "utilisation")
+BANDWIDTH_PEAK = PeakKind("bytes_per_s", "GB/s", "share of the peak bandwidth")
+PEAK_KINDS = (FLOP_PEAK, BANDWIDTH_PEAK)
+
+
+@dataclasses.dataclass(frozen=True)
+class Observed:
+    """The fastest rate of one kind a run's kernels reached, and which row and shape reached it."""
+
+    kind: PeakKind
+    rate: float
+    by: str
 
 
 @dataclasses.dataclass(frozen=True)
@@ -263,51 +294,59 @@ def measured_peaks(
     return Peaks(flops, bandwidth, "measured", device_name, f"{detail}; cached in {path}", str(path))
 
 
-def _gflops(flops_per_s: float) -> str:
-    return f"{flops_per_s / 1e9:,.1f} GFLOP/s"
+def _rates(values: dict[str, float]) -> str:
+    """Rates by field, in units: "12.3 GFLOP/s, 4.5 GB/s"."""
+    return ", ".join(kind.text(values[kind.field]) for kind in PEAK_KINDS if kind.field in values)
 
 
 def restate_stale_peak(
     peaks: Peaks,
-    observed_flops_per_s: float,
-    by: str,
+    observed: Sequence[Observed],
     min_run_time: float = DEFAULT_MIN_RUN_TIME,
     proc: Path = Path("/proc"),
 ) -> Peaks:
-    """New peaks after a kernel (``by``) ran at ``observed_flops_per_s``, faster than ``peaks``: proof they are stale.
+    """New peaks once a run's kernels reached ``observed`` (the fastest rate of each kind of peak), where
+    any is faster than ``peaks``: proof they are stale. FLOP/s and bandwidth alike, in one pass.
 
-    A cached peak is measured again (best of TRIES) and the cache replaced
-    with the better of that and the kernel's rate; where the machine is busy
-    now, the cached figure is only raised to the kernel's rate (a rate it
-    reached, so no guess). A peak that was never cached is raised for this
-    run. A datasheet peak is left as it is: a kernel cannot beat it, and the
-    caller withholds the impossible figure instead.
+    A cached peak is measured again (best of TRIES, both kinds) and the cache
+    replaced with, per kind, the better of that and the kernels' rate; where the
+    machine is busy now, the figures beaten are only raised to the kernels' rate
+    (a rate they reached, so no guess). A peak that was never cached is raised
+    for this run. A datasheet peak is left as it is: a kernel cannot beat it,
+    and the caller withholds the impossible figure instead.
     """
-    if peaks.source == "datasheet" or observed_flops_per_s <= peaks.flops_per_s:
+    stale = [o for o in observed if o.rate > o.kind.of(peaks)]
+    if peaks.source == "datasheet" or not stale:
         return peaks
-    old = peaks.flops_per_s
-    found = (f"peak stale: {by} ran at {_gflops(observed_flops_per_s)}, faster than the peak of {_gflops(old)} "
-             f"({peaks.detail})")
+    old = {o.kind.field: o.kind.of(peaks) for o in stale}
+    fastest = {o.kind.field: o.rate for o in observed}
+    found = "; ".join(f"peak stale: {o.by} ran at {o.kind.text(o.rate)}, faster than the peak of "
+                      f"{o.kind.text(o.kind.of(peaks))}" for o in stale) + f" ({peaks.detail})"
     data = _read_record(Path(peaks.cache_file)) if peaks.cache_file else None
     if data is None:
-        return dataclasses.replace(peaks, flops_per_s=observed_flops_per_s, source="raised",
-                                   detail=f"{found}; raised to it for this run")
+        return dataclasses.replace(peaks, **{o.kind.field: o.rate for o in stale}, source="raised",
+                                   detail=f"{found}; raised to the kernels' rate for this run")
     key = data["key"]
     sizes = MeasureSizes(int(key["gemm_n"]), int(key["copy_bytes"]))
     flops, bandwidth, loads = _best_of(str(key["device"]), sizes, min_run_time, TRIES, proc)
     busy = _busy(loads)
     if busy:
-        new_flops, new_bandwidth, short = observed_flops_per_s, peaks.bytes_per_s, "raised to the kernel's rate"
+        new = {**{kind.field: kind.of(peaks) for kind in PEAK_KINDS}, **{o.kind.field: o.rate for o in stale}}
+        short = "raised to the kernel's rate"
         how = f"{short} (not measured again: the machine is busy, {busy})"
     else:
-        new_flops, new_bandwidth, short = max(flops, observed_flops_per_s), bandwidth, "measured again"
-        how = f"{short}: {_gflops(flops)}" + ("" if flops >= observed_flops_per_s else ", below the kernel's rate")
+        measured = {FLOP_PEAK.field: flops, BANDWIDTH_PEAK.field: bandwidth}
+        new = {field: max(rate, fastest.get(field, 0.0)) for field, rate in measured.items()}
+        short = "measured again"
+        below = {field for field, rate in measured.items() if rate < fastest.get(field, 0.0)}
+        how = f"{short}: " + ", ".join(kind.text(measured[kind.field])
+                                       + (" (below the kernel's rate)" if kind.field in below else "")
+                                       for kind in PEAK_KINDS)
         data.update(measured_at=_now(), tries=len(loads), load=[load.to_json() for load in loads])
-    data.update(flops_per_s=new_flops, bytes_per_s=new_bandwidth,
-                raised={"from": old, "by": by, "at": _now(), "how": short})
+    data.update(new, raised={"from": old, "by": ", ".join(o.by for o in stale), "at": _now(), "how": short})
     _write_record(Path(peaks.cache_file), data)
-    return dataclasses.replace(peaks, flops_per_s=new_flops, bytes_per_s=new_bandwidth, source="raised",
-                               detail=f"{found}; {how}; now {_gflops(new_flops)}, cached in {peaks.cache_file}")
+    return dataclasses.replace(peaks, **new, source="raised",
+                               detail=f"{found}; {how}; now {_rates(new)}, cached in {peaks.cache_file}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -329,11 +368,15 @@ class CachedPeak:
         if data is None:
             return None
         key, raised = data["key"], data.get("raised")
+        raised_text = ""
+        if raised:
+            # "from": the figures it replaced, by field (a record of an earlier harness: the FLOP/s alone).
+            was = raised["from"] if isinstance(raised["from"], dict) else {FLOP_PEAK.field: raised["from"]}
+            raised_text = f"{raised['at']} by {raised['by']} (from {_rates(was)}; {raised.get('how', 'raised')})"
         return cls(
             path, str(key.get("device")), str(key.get("device_name")), float(data["flops_per_s"]),
             float(data["bytes_per_s"]), str(data.get("measured_at", "?")), describe_load(data.get("load") or []),
-            f"{raised['at']} by {raised['by']} (from {_gflops(float(raised['from']))}; {raised.get('how', 'raised')})"
-            if raised else "",
+            raised_text,
         )
 
 
