@@ -297,8 +297,6 @@ class RunOptions:
                              "use --counter callgrind (or auto)")
         if self.cache_sim and self.counter == "perf":
             raise UsageError("--cache-sim is callgrind's cache simulation; use --counter callgrind (or auto)")
-        if self.cache_sim and self.executor != "local":
-            raise UsageError("--cache-sim counts on this machine only for now: drop --executor ray")
         if (self.flame or self.keep_profiles) and self.counter == "perf":
             raise UsageError(f"{'--flame' if self.flame else '--keep-profiles'} needs callgrind's call graph; "
                              "use --counter callgrind (or auto)")

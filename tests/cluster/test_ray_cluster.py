@@ -1,10 +1,12 @@
 """Two Ray nodes on one machine (ray.cluster_utils.Cluster): wall-time tasks alone on their node,
-a lost node's tasks retried elsewhere, a node with another harness refused, a run without
---address beside a running cluster given a Ray of its own, and kept actors serving run after run.
+a lost node's tasks retried elsewhere, a node with another harness (or another cache geometry)
+refused, a run without --address beside a running cluster given a Ray of its own, and kept actors
+serving run after run.
 
-Marked ``multinode``: 72 s together on the 2-core reference VM under a load average of ~9, and
-45-50 s more for the kept actors (a counting worker's start under valgrind, four runs). Each test
-starts its own cluster, so a killed node cannot leak into the next.
+Marked ``multinode``: 72 s together on the 2-core reference VM under a load average of ~9 (and
+about 12 s for the cache geometry's), and 45-50 s more for the kept actors (a counting worker's
+start under valgrind, four runs). Each test starts its own cluster, so a killed node cannot leak
+into the next.
 """
 
 from __future__ import annotations
@@ -116,6 +118,38 @@ def test_a_node_with_another_harness_is_refused(tmp_path):
     for r in record.results:
         assert "refused: this node runs harness 0.0.1-other" in r.error
         assert "the driver runs harness 0.1.0" in r.error and "install the driver's versions" in r.error
+
+
+def test_a_node_that_would_simulate_other_caches_is_refused(tmp_path):
+    """--cache-sim on Ray: the record states one geometry, and a node whose harness would simulate
+    another (here its sitecustomize halves the last level, as an edited install would) fails each of
+    its tasks, both geometries named, before it counts anything."""
+    if shutil.which("valgrind") is None:
+        pytest.skip("valgrind is not installed: --cache-sim is callgrind's")
+    from harness.measure.counters.cache import record_geometry
+
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(
+        "import harness.measure.counters.cache as c\nc.GEOMETRY = {**c.GEOMETRY, 'LL': [4194304, 16, 64]}\n"
+    )
+    root = suite_root(tmp_path, "counted", COUNTED)
+    tasks = [t for s in select_suites(root, ["counted"]) for t in s.tasks()]
+    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 0})
+    try:
+        c.add_node(num_cpus=1, env_vars={"PYTHONPATH": str(site)})
+        c.wait_for_nodes()
+        ray.init(address=c.address, log_to_driver=False)
+        record = run_tasks(tasks, RunOptions(executor="ray", mode="instructions", counter="callgrind", cache_sim=True,
+                                             keep_worker=0, min_run_time=0.01))
+    finally:
+        ray.shutdown()
+        c.shutdown()
+    assert record.environment["cache_sim"] == record_geometry()
+    assert [r.status for r in record.results] == ["failed", "failed"]
+    for r in record.results:
+        assert "refused: this node simulates the caches as" in r.error and "[4194304, 16, 64]" in r.error
+        assert "the driver's record states" in r.error and "[8388608, 16, 64]" in r.error
 
 
 def test_a_run_without_address_gets_a_ray_of_its_own_beside_a_running_cluster(tmp_path, monkeypatch):

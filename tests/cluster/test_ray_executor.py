@@ -1,9 +1,12 @@
 """`bench --executor ray` on a local Ray started for the run: counts agree with the serial run's,
+also with --cache-sim, --flame, --layers and --keep-profiles (on Ray tasks and on kept actors),
 Ctrl-C, Ray only where asked for, a clear error where it is absent.
 
 About 5.5 minutes on the 2-core reference VM under a load average of ~10, 5 of them callgrind
 (a serial and a Ray run of three dispatch ops from the CLI; a serial, a Ray and a serial run of
-one op in one process, about 55 s alone); the rest about 40 s.
+one op in one process, about 55 s alone); the rest about 40 s. The two --cache-sim tests add
+about 1.5-2.5 minutes (one op: a local and a Ray run; a local run, a cluster and three runs on
+its kept actor).
 """
 
 from __future__ import annotations
@@ -131,6 +134,114 @@ def test_a_local_run_after_a_ray_run_in_one_process_counts_the_same(tmp_path):
     r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
                        timeout=600)
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout + r.stderr
+
+
+# The figures of a --cache-sim count that equal a local run's exactly; the data misses may move by a few per
+# run from one worker start to the next, on Ray as between two local runs (docs/instruction-counts.md,
+# "Deterministic like the counts"), so they are held to within 1% of the data accesses.
+EXACT_CACHE = ("Ir", "Dr", "Dw", "I1mr", "ILmr")
+DATA_MISSES = ("D1mr", "D1mw", "DLmr", "DLmw")
+
+
+def _same_cache(local: dict, other: dict) -> None:
+    from harness.measure.counters.cache import FIGURES, figures
+
+    assert set(other) == set(local) == set(FIGURES)
+    assert {k: other[k] for k in EXACT_CACHE} == {k: local[k] for k in EXACT_CACHE}
+    accesses = local["Dr"] + local["Dw"]
+    assert all(abs(other[k] - local[k]) <= 0.01 * accesses for k in DATA_MISSES), (local, other)
+    assert figures(other) == pytest.approx(other, abs=0.05)  # hits and cycles made from these events (rounded)
+
+
+ONE = ["dispatch", "--only", "empty_tensor[py-eager,fwd,t1]", "--mode", "instructions", "--counter", "callgrind",
+       "--min-run-time", "0.01"]
+
+
+def test_cache_sim_flame_graphs_and_kept_profiles_on_ray_are_the_local_runs(tmp_path):
+    """`--cache-sim --flame --layers --keep-profiles DIR` on a local Ray started for the run (Ray tasks):
+    the counts, the cache figures (EXACT_CACHE), the layers, the call tree and both kept files are the
+    local run's, the files written into the driver's DIR (sent back from the node, cluster.profiles),
+    the record's one geometry the same."""
+    from harness.measure.callgrind.profile import parse_file
+    from harness.measure.counters.cache import record_geometry
+    from speedscope_schema import schema_errors
+
+    env = {"TMPDIR": tempfile.mkdtemp(prefix="hr", dir="/tmp")}  # the node's own profile directories go here
+    kept = {side: tmp_path / f"profiles-{side}" for side in ("local", "ray")}
+    records = {}
+    try:
+        for side, extra in (("local", ()), ("ray", ("--executor", "ray"))):
+            out = tmp_path / f"{side}.json"
+            r = run_cli("bench", *ONE, "--keep-worker", "0", "--cache-sim", "--flame", "--layers", *extra,
+                        "--keep-profiles", str(kept[side]), "-o", str(out), env=env, unset=RAYS_OWN)
+            assert r.returncode == 0, r.stdout + r.stderr
+            records[side] = json.loads(out.read_text())
+        left = sorted(p.name for p in Path(env["TMPDIR"]).glob("harness-profiles-*"))
+    finally:
+        shutil.rmtree(env["TMPDIR"], ignore_errors=True)
+    assert left == []  # the node removed its copies
+    assert records["local"]["environment"]["cache_sim"] == records["ray"]["environment"]["cache_sim"] \
+        == record_geometry()
+    (a,), (b,) = records["local"]["results"], records["ray"]["results"]
+    assert a["status"] == b["status"] == "ok", (a.get("error"), b.get("error"))
+    # The record keeps the driver's own task, DIR its own, not the node's directory.
+    assert b["task"]["params"]["keep_profile"] == str(kept["ray"])
+    assert {**a["task"], "params": {**a["task"]["params"], "keep_profile": ""}} \
+        == {**b["task"], "params": {**b["task"]["params"], "keep_profile": ""}}
+    assert a["samples"] == b["samples"] and a["samples"][0] > 1000
+    assert a["extra"]["cache"]["D1mr"] > 0
+    for field in ("cache_geometry", "totals", "baseline", "symbols", "layers", "flame"):
+        assert a["extra"][field] == b["extra"][field], field
+    _same_cache(a["extra"]["cache"], b["extra"]["cache"])
+    assert a["extra"]["cycles_layers"].keys() == b["extra"]["cycles_layers"].keys()
+    for r in (a, b):  # the tree by estimated cycles is the count's own, exactly
+        assert r["extra"]["flame_cycles"]["tree"][1] / r["number_per_run"] == pytest.approx(
+            r["extra"]["cache"]["estimated_cycles"], abs=0.01)
+    names = [[Path(p).name for p in r["extra"]["profiles"]] for r in (a, b)]
+    assert names[0] == names[1] and len(names[0]) == 2
+    assert all(Path(p).parent == kept["ray"] for p in b["extra"]["profiles"])
+    dumps, scopes = ([Path(r["extra"]["profiles"][i]) for r in (a, b)] for i in (0, 1))
+    assert parse_file(dumps[0]).total == parse_file(dumps[1]).total == b["extra"]["totals"][0]
+    doc = json.loads(scopes[1].read_text())
+    assert doc == json.loads(scopes[0].read_text()) and schema_errors(doc) == []
+
+
+def test_cache_sim_counts_on_kept_actors_are_the_local_ones(tmp_path):
+    """On a Ray cluster that stays up (`--address`), a run that keeps its workers counts on kept actors:
+    with --cache-sim in a simulating counting worker, kept and borrowed again by the next run, which a
+    plain count on the same actor never uses; every figure is the local run's."""
+    from ray.cluster_utils import Cluster
+
+    env = {"TMPDIR": tempfile.mkdtemp(prefix="hk", dir="/tmp")}  # the kept counting workers' sockets
+    runs = {}
+
+    def bench(name: str, *extra: str) -> None:
+        out = tmp_path / f"{name}.json"
+        r = run_cli("bench", *ONE, *extra, "-o", str(out), env=env, unset=RAYS_OWN)
+        assert r.returncode == 0, r.stdout + r.stderr
+        (runs[name],) = json.loads(out.read_text())["results"]
+
+    c = None
+    try:
+        bench("local", "--cache-sim", "--keep-worker", "0")
+        c = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+        on_ray = ("--executor", "ray", "--address", c.address, "--keep-worker", "120")
+        for name, sim in (("sim1", ("--cache-sim",)), ("sim2", ("--cache-sim",)), ("plain", ())):
+            bench(name, *on_ray, *sim)
+    finally:
+        if c is not None:
+            c.shutdown()
+        run_cli("workers", "stop", env=env)
+        shutil.rmtree(env["TMPDIR"], ignore_errors=True)
+    assert all(r["status"] == "ok" for r in runs.values()), {k: r.get("error") for k, r in runs.items()}
+    # Three commands, one process: the kept actor (a Ray task's worker process lasts one job).
+    assert len({runs[k]["extra"]["node"]["pid"] for k in ("sim1", "sim2", "plain")}) == 1
+    local = runs["local"]
+    assert local["extra"]["cache"]["D1mr"] > 0
+    for k in ("sim1", "sim2"):
+        assert runs[k]["samples"] == local["samples"], k
+        _same_cache(local["extra"]["cache"], runs[k]["extra"]["cache"])
+    assert "cache" not in runs["plain"]["extra"]  # a plain count, in a plain worker
 
 
 def test_without_ray_the_flag_exits_2_with_the_install_command(tmp_path):

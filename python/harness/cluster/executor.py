@@ -8,7 +8,10 @@ the task in harness's own worker process on its node (``cluster.remote``);
 results stream back as they finish and go to ``on_result`` exactly as a local
 run's do, so the same writer and the same guarantees hold. A failed benchmark
 is a failed result; only a lost node makes Ray retry a task (``max_retries``,
-``retry_exceptions=False``). On a Ray this run did not start (``--address``,
+``retry_exceptions=False``). A ``--cache-sim`` run sends each count the
+geometry its record states, which every node checks against its own; kept
+profiles (``--keep-profiles``) come back in the results and are written here
+(``cluster.profiles``). On a Ray this run did not start (``--address``,
 a caller's ``ray.init``), a run that keeps its workers gives its
 instruction-count tasks to kept actors instead (``cluster.kept_actors``):
 processes that outlive the run, so the next one skips Ray's worker starts
@@ -28,8 +31,10 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from harness import kinds
+from harness.cluster.profiles import land
 from harness.errors import UsageError
 from harness.measure.counters.base import InstructionCounter
+from harness.measure.counters.cache import record_geometry
 from harness.model.result import TaskResult
 from harness.model.task import Task
 from harness.options import RAY_INSTALL, RAY_MAX_RETRIES, WALL_RESOURCE, RunOptions
@@ -146,6 +151,8 @@ class _Driver:
         self.options, self.on_result, self.on_nodes = options, on_result, on_nodes
         self.total = len(tasks)
         self.counter_name = counter.name if counter is not None else ""
+        # What every count simulates (None: no cache simulation); the record states the same.
+        self.cache_sim = record_geometry() if getattr(counter, "cache_sim", False) else None
         self.kinds = kinds.runner_references(tasks)
         self.driver = local_fingerprint()
         self.environ, self.cwd = environ, os.getcwd()  # harness's workers start as here
@@ -159,11 +166,12 @@ class _Driver:
 
     def submit(self, task: Task, resources: dict[str, float]) -> tuple[Any, tuple[int, Task]]:
         i = next(self.index)
-        counter = self.counter_name if task.mode == "instructions" else ""
+        counted = task.mode == "instructions"
         ref = self.remote.options(
             num_cpus=1, resources=resources, max_retries=RAY_MAX_RETRIES, retry_exceptions=False,
-        ).remote(task.to_json(), self.options.min_run_time, self.options.timeout, counter, self.kinds,
-                 self.driver, self.environ, self.cwd, self.tracker, i, self.options.keep_seconds)
+        ).remote(task.to_json(), self.options.min_run_time, self.options.timeout,
+                 self.counter_name if counted else "", self.kinds, self.driver, self.environ, self.cwd,
+                 self.tracker, i, self.options.keep_seconds, self.cache_sim if counted else None)
         return ref, (i, task)
 
     def _progress(self, force: bool = False) -> None:
@@ -240,7 +248,7 @@ class _Driver:
 
         node = result.extra.get("node")
         self.finished[i] = node_label(node) if isinstance(node, dict) else "(lost)"
-        self.on_result(result)
+        self.on_result(land(result))
 
     def run_kept(self, phase: Sequence[Task], slots: Sequence[KeptSlot]) -> None:
         """``phase`` on kept actors (``cluster.kept_actors``), one task each at a time. An actor that
@@ -262,7 +270,8 @@ class _Driver:
                     slot, (i, task, tries) = idle.pop(0), queue.popleft()
                     ref = slot.handle.run.remote(
                         task.to_json(), self.options.min_run_time, self.options.timeout, self.counter_name,
-                        self.kinds, self.driver, self.environ, self.cwd, None, i, keep=keep)
+                        self.kinds, self.driver, self.environ, self.cwd, None, i, keep=keep,
+                        cache_sim=self.cache_sim)
                     running[ref] = (slot, i, task, tries)
                     self.started[i] = slot.node
                 ready, _ = ray.wait(list(running), num_returns=1, timeout=POLL_SECONDS)

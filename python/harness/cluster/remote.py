@@ -22,6 +22,10 @@ that machine must not find its own slots taken.
 
 Before its first task a node compares its harness, torch and Python with the
 driver's; on a mismatch each of its tasks fails with both fingerprints named.
+A run with ``--cache-sim`` counts in workers of their own (callgrind with the
+cache simulation), at the geometry the driver's record states: a node that
+would simulate another fails each of its tasks, both geometries named.
+Kept profiles travel back to the driver (``cluster.profiles``).
 """
 
 from __future__ import annotations
@@ -29,14 +33,17 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import shutil
 import socket
 import tempfile
 import time
 from collections.abc import Iterator
 from typing import Any
 
+from harness.cluster import profiles
 from harness.measure.counter_choice import get_counter
 from harness.measure.counters.base import InstructionCounter
+from harness.measure.counters.cache import record_geometry
 from harness.measure.counters.kept import open_counter_worker
 from harness.model.result import TaskResult
 from harness.model.task import Task
@@ -45,7 +52,7 @@ from harness.records.environment import describe, local_fingerprint
 from harness.workers.kept import KeptWorker
 from harness.workers.pool import WorkerPool
 
-# Per Ray worker process: counter name ("" for wall time) -> (pool, its kept worker or None).
+# Per Ray worker process: counter key (``_key``; "" for wall time) -> (pool, its kept worker or None).
 _WORKERS: dict[str, tuple[WorkerPool, Any]] = {}
 _COUNTERS: dict[str, InstructionCounter] = {}
 _FINGERPRINT: dict[str, str] = {}
@@ -77,19 +84,27 @@ def _borrow(counter: InstructionCounter, keep: float) -> KeptWorker | None:
     return None
 
 
-def _pool(counter_name: str, timeout: float | None, kinds: dict[str, Any],
+def _key(counter_name: str, cache_sim: bool) -> str:
+    """Which of this process's workers a task counts in: a cache-simulating worker is another process
+    (another valgrind command line), kept apart from the plain counter's."""
+    return f"{counter_name}+cache-sim" if counter_name and cache_sim else counter_name
+
+
+def _pool(counter_name: str, cache_sim: bool, timeout: float | None, kinds: dict[str, Any],
           keep: float | None) -> tuple[WorkerPool, Any]:
-    if counter_name not in _WORKERS:
+    key = _key(counter_name, cache_sim)
+    if key not in _WORKERS:
         if counter_name:
-            counter = _COUNTERS[counter_name] = get_counter(counter_name)  # its files are this node's
+            # Its files are this node's.
+            counter = _COUNTERS[key] = get_counter(counter_name, cache_sim=cache_sim)
             pool = WorkerPool(prefix=counter.worker_prefix(), env=counter.worker_env(), timeout=timeout,
                               diagnostics=counter.diagnostics, kinds=kinds, finish=counter.finish)
         else:
             pool = WorkerPool(timeout=timeout, kinds=kinds)
-        _WORKERS[counter_name] = (pool, None)
-    pool, worker = _WORKERS[counter_name]
+        _WORKERS[key] = (pool, None)
+    pool, worker = _WORKERS[key]
     pool.timeout, pool.kinds = timeout, dict(kinds)
-    counter = _COUNTERS.get(counter_name)
+    counter = _COUNTERS.get(key)
     pool.kept = None
     if counter is not None and keep is not None:
         def kept(slot: int, counter: InstructionCounter = counter, keep: float = keep) -> KeptWorker | None:
@@ -153,37 +168,59 @@ def mismatch(driver: dict[str, str]) -> str | None:
             "install the driver's versions on every node (or run from the same environment)")
 
 
+def cache_mismatch(cache_sim: dict[str, Any]) -> str | None:
+    """Why this node cannot count the driver's ``--cache-sim`` tasks (it simulates another geometry), or None."""
+    here = record_geometry()
+    if here == cache_sim:
+        return None
+    return (f"this node simulates the caches as {here} but the driver's record states {cache_sim}; "
+            "install the driver's harness on every node")
+
+
 def run_remote(task_json: dict[str, Any], min_run_time: float, timeout: float, counter_name: str,
                kinds: dict[str, Any], driver: dict[str, str], environ: dict[str, str], cwd: str,
-               tracker: Any = None, index: int = 0, keep: float | None = None) -> dict[str, Any]:
+               tracker: Any = None, index: int = 0, keep: float | None = None,
+               cache_sim: dict[str, Any] | None = None) -> dict[str, Any]:
     """The body of every Ray task: the result's JSON, with ``extra["node"]`` (host, node id, IP,
     start and end in seconds since the epoch). ``driver``: the driver's fingerprint;
     ``environ`` and ``cwd``: its environment and directory, which harness's worker starts with;
-    ``keep``: the run's kept-worker idle timeout (None: counting workers are not kept)."""
+    ``keep``: the run's kept-worker idle timeout (None: counting workers are not kept);
+    ``cache_sim``: for a count with callgrind's cache simulation, the geometry the driver's record
+    states (``counters.cache.record_geometry``; None: no simulation)."""
     task = Task.from_json(task_json)
     node = this_node()
     if tracker is not None:
         tracker.started.remote(index, node_label(node))
     started = time.time()
+    simulates = bool(counter_name) and cache_sim is not None
     why = mismatch(driver)
+    if why is None and counter_name and cache_sim is not None:
+        why = cache_mismatch(cache_sim)
     if why is not None:
         result = TaskResult(task=task, status="failed", error=f"node {node['ip']} ({node['host']}) refused: {why}")
     else:
         _hold_for(environ, cwd)
-        starting = _WORKERS.get(counter_name, (None, None))[1] is None or bool(task.params.get("fresh_worker"))
-        # A worker that starts here, and the counter's files, are where the driver's would be.
-        with _driver_environment(environ, cwd) if starting else contextlib.nullcontext():
-            pool, worker = _pool(counter_name, timeout, kinds, keep)
-            if worker is not None and task.params.get("fresh_worker"):
-                worker.close()  # its figure depends on what the process ran before (see WorkerPool.run)
-                worker = None
-            try:
-                worker, result = pool.run_on(worker, task, min_run_time)
-            except BaseException:
-                # Cancelled (Ctrl-C on the driver): harness's worker goes with the task.
-                pool.shutdown()
-                _WORKERS.pop(counter_name, None)
-                raise
-        _WORKERS[counter_name] = (pool, worker)
+        key = _key(counter_name, simulates)
+        counted, kept_in = profiles.on_node(task)  # kept profiles go to the driver (cluster.profiles)
+        starting = _WORKERS.get(key, (None, None))[1] is None or bool(task.params.get("fresh_worker"))
+        try:
+            # A worker that starts here, and the counter's files, are where the driver's would be.
+            with _driver_environment(environ, cwd) if starting else contextlib.nullcontext():
+                pool, worker = _pool(counter_name, simulates, timeout, kinds, keep)
+                if worker is not None and task.params.get("fresh_worker"):
+                    worker.close()  # its figure depends on what the process ran before (see WorkerPool.run)
+                    worker = None
+                try:
+                    worker, result = pool.run_on(worker, counted, min_run_time)
+                except BaseException:
+                    # Cancelled (Ctrl-C on the driver): harness's worker goes with the task.
+                    pool.shutdown()
+                    _WORKERS.pop(key, None)
+                    raise
+            _WORKERS[key] = (pool, worker)
+            result = profiles.ship(result, task, kept_in)
+        finally:
+            if kept_in is not None:
+                shutil.rmtree(kept_in, ignore_errors=True)
     result.extra["node"] = {**node, "started": started, "finished": time.time()}
     return result.to_json()

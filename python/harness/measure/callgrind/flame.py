@@ -75,12 +75,19 @@ def file_stem(task: Task) -> str:
 def keep_profile(directory: Path, task: Task, stmt: Profile, baseline: Profile | None, number: int,
                  text: str | None) -> list[str]:
     stem = file_stem(task)
-    written = []
     tree = call_tree(stmt, baseline, min_share=EXPORT_MIN_SHARE, max_nodes=EXPORT_MAX_NODES)
-    files = [(directory / f"{stem}.speedscope.json", json.dumps(speedscope(tree, task.full_name, number)))]
+    files = {f"{stem}.speedscope.json": json.dumps(speedscope(tree, task.full_name, number))}
     if text is not None:
-        files.insert(0, (directory / f"{stem}.callgrind.out", text))
-    for path, content in files:
+        files = {f"{stem}.callgrind.out": text, **files}
+    return write_profiles(directory, files)
+
+
+def write_profiles(directory: Path, files: Mapping[str, str]) -> list[str]:
+    """Each {file name: content} into ``directory``, in order; the paths written. A file that cannot be
+    written is a PathError naming it and ``--keep-profiles`` (the benchmark fails with it)."""
+    written = []
+    for name, content in files.items():
+        path = directory / name
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             atomic_write_text(path, content)
