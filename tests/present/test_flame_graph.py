@@ -21,6 +21,7 @@ from harness.present.flame_graph import own_counts
 from harness.present.html_report import build_report
 from harness.present.table import format_value
 from harness.records.store import load_runs
+from speedscope_schema import schema_errors
 
 SUITE = '''
 import harness
@@ -82,6 +83,7 @@ def test_kept_profiles_open_in_kcachegrind_and_speedscope(flame_run):
     doc = json.loads(scope.read_text())
     (prof,) = doc["profiles"]
     assert doc["$schema"] == "https://www.speedscope.app/file-format-schema.json"
+    assert schema_errors(doc) == []  # speedscope's own file-format schema (tests/data/speedscope/)
     assert prof["type"] == "sampled" and len(prof["samples"]) == len(prof["weights"])
     assert sum(prof["weights"]) == result.extra["flame"]["tree"][1]
 

@@ -12,6 +12,7 @@ from harness.measure.callgrind.call_tree import ROOT, Node, call_tree, from_json
 from harness.measure.callgrind.flame import speedscope
 from harness.measure.callgrind.profile import parse_text
 from harness.present.flame_graph import differential, own_counts
+from speedscope_schema import schema_errors
 
 DUMP = (Path(__file__).resolve().parents[2] / "data" / "callgrind.out.fixture").read_text()
 
@@ -105,6 +106,25 @@ def test_speedscope_samples_add_up_to_the_tree():
     assert len(prof["samples"]) == len(prof["weights"])
     assert all(0 <= i < len(doc["shared"]["frames"]) for s in prof["samples"] for i in s)
     assert doc["$schema"] == "https://www.speedscope.app/file-format-schema.json"
+
+
+def test_the_speedscope_export_meets_speedscopes_own_schema():
+    """speedscope's file-format schema (vendored from its npm package, tests/data/speedscope/) takes the
+    export of a real dump, and of a tree with nothing left once the baseline is subtracted (no sample)."""
+    profile = parse_text(DUMP)
+    full, empty = speedscope(call_tree(profile), "s/sorted", 10), speedscope(call_tree(profile, profile), "s/x", 1)
+    assert empty["profiles"][0]["samples"] == [] and empty["profiles"][0]["endValue"] == 0
+    assert schema_errors(full) == [] and schema_errors(empty) == []
+    # The check is live: a unit speedscope does not know, a frame without a name, a sample that is not
+    # frame indices are each refused, named where they are.
+    (prof,) = full["profiles"]
+    assert schema_errors({**full, "profiles": [{**prof, "unit": "instructions"}]}) == [
+        "profiles/0/unit: 'instructions' is not one of ['bytes', 'microseconds', 'milliseconds', 'nanoseconds', "
+        "'none', 'seconds']"]
+    assert schema_errors({**full, "shared": {"frames": [{"file": "a.c"}]}}) == [
+        "shared/frames/0: 'name' is a required property"]
+    assert schema_errors({**full, "profiles": [{**prof, "samples": [["main"]]}]}) == [
+        "profiles/0/samples/0/0: 'main' is not of type 'number'"]
 
 
 def test_a_count_finished_where_it_was_counted_keeps_its_tree_too():
