@@ -313,3 +313,30 @@ def test_history_changes_names_the_phase_that_moved(counted, tmp_path, cli):
     # The last column folds its text over lines: read it back whole.
     moved = "".join(line.split("│")[-2].strip() for line in r.stdout.splitlines() if line.count("│") > 2)
     assert "phases:…/inductor_compile/fx_codegen_and_compile/GraphLowering.run+" in moved.replace(" ", "")
+
+
+@needs_valgrind
+def test_phases_check_passes_a_real_run_and_names_what_is_wrong_in_a_broken_one(counted, tmp_path):
+    """benchmarks/self/phases_check.py (run on every default case for the docs) on this module's real counts."""
+    import os
+    import subprocess
+    import sys
+
+    out, _, _ = counted
+    script = Path(__file__).resolve().parents[3] / "benchmarks" / "self" / "phases_check.py"
+    r = subprocess.run([sys.executable, str(script), "--record", str(out)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "2 of 2 case(s) ok" in r.stdout, r.stdout + r.stderr
+    broken = json.loads(out.read_text())
+    for result in broken["results"]:
+        metrics = result["extra"]["metrics"]
+        if result["extra"]["case"] == EAGER:  # an eager compile that shows inductor's lowering
+            metrics[phase_metric(METRIC, "dynamo/entire_frame_compile/inductor_compile")] = 1
+        else:  # phases that no longer add up to the count
+            metrics[METRIC] += 1
+    path = tmp_path / "broken.json"
+    path.write_text(json.dumps(broken))
+    r = subprocess.run([sys.executable, str(script), "--record", str(path)], capture_output=True, text=True,
+                       timeout=120, env={**os.environ, "COLUMNS": "300"})
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "a phase named inductor_compile (which eager does not run)" in r.stdout
+    assert "top-level phases add up to" in r.stdout and "0 of 2 case(s) ok, 2 failed" in r.stdout
