@@ -82,8 +82,9 @@ def check(result: dict[str, Any]) -> tuple[str, str, list[str]]:
     return case, f"{backend}/{region}", problems
 
 
-def counted_record(pattern: str | None, extended: bool) -> Path:
-    out = Path(tempfile.mkdtemp(prefix="harness-phases-check-")) / "results.csv"
+def count(scratch: Path, pattern: str | None, extended: bool) -> Path:
+    """The record of ``bench compile_time --phases`` run into ``scratch``."""
+    out = scratch / "results.csv"
     command = [sys.executable, "-m", "harness", "bench", "compile_time", "--mode", "instructions", "--phases",
                "--output", str(out)]
     command += ["-k", pattern] if pattern else []
@@ -98,15 +99,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-k", dest="pattern", help="without --record: the cases to count (bench's -k)")
     parser.add_argument("--all", action="store_true", help="without --record: the extended cases too")
     args = parser.parse_args(argv)
-    record = args.record or counted_record(args.pattern, args.all)
+    if args.record is not None:
+        return report(args.record)
+    with tempfile.TemporaryDirectory(prefix="harness-phases-check-") as scratch:
+        return report(count(Path(scratch), args.pattern, args.all))
+
+
+def report(record: Path) -> int:
+    """Prints a row per counted case of ``record``; 1 if any failed."""
     results = [r for r in json.loads(record.read_text())["results"] if r["task"].get("mode") == "instructions"]
     table = Table("case", "backend/region", "phases", "verdict", title=f"phases of {record}")
     failed = 0
     for result in results:
         case, kind, problems = check(result)
         failed += bool(problems)
-        count = sum(":phase:" in m for m in result.get("extra", {}).get("metrics", {}))
-        table.add_row(case, kind, str(count), "; ".join(problems) or "ok")
+        nodes = sum(":phase:" in m for m in result.get("extra", {}).get("metrics", {}))
+        table.add_row(case, kind, str(nodes), "; ".join(problems) or "ok")
     Console(width=160).print(table)
     print(f"{len(results) - failed} of {len(results)} case(s) ok" + (f", {failed} failed" if failed else ""))
     return 1 if failed or not results else 0
