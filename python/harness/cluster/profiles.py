@@ -4,7 +4,7 @@ A count is finished where it is counted (``measure.callgrind.details.finish``),
 which on Ray is the node's Ray worker process, and ``DIR`` is a path of the
 driver's machine: on another node it names another disk (or nothing
 writable). So the node writes a count's files into a directory of its own,
-sends their contents back with the result and removes them, and the driver
+sends their contents back with the result (``cluster.remote`` removes them), and the driver
 writes them into ``DIR``, as a local run would: the record names the driver's
 files. On a local Ray the files make the same trip, so one path is tested.
 The node's task differs from the driver's only in that directory, which no
@@ -15,7 +15,6 @@ the same.
 from __future__ import annotations
 
 import dataclasses
-import shutil
 import tempfile
 from pathlib import Path
 
@@ -39,7 +38,7 @@ def on_node(task: Task) -> tuple[Task, Path | None]:
 
 def ship(result: TaskResult, task: Task, directory: Path | None) -> TaskResult:
     """The node's ``result`` for the driver: the driver's own ``task``, the kept files' contents in
-    ``extra[SHIPPED]`` instead of their paths; ``directory`` removed."""
+    ``extra[SHIPPED]`` instead of their paths. The caller removes ``directory`` (whatever became of the count)."""
     if directory is None:
         return result
     try:
@@ -49,8 +48,6 @@ def ship(result: TaskResult, task: Task, directory: Path | None) -> TaskResult:
         result = TaskResult(task=result.task, status="failed", error=f"a kept profile could not be read back: {exc}",
                             extra={k: v for k, v in result.extra.items() if k in KEPT_ON_FAILURE})
         files = {}
-    finally:
-        shutil.rmtree(directory, ignore_errors=True)
     if files:
         result.extra[SHIPPED] = files
     return dataclasses.replace(result, task=task)

@@ -194,7 +194,7 @@ def run_remote(task_json: dict[str, Any], min_run_time: float, timeout: float, c
     started = time.time()
     simulates = bool(counter_name) and cache_sim is not None
     why = mismatch(driver)
-    if why is None and counter_name and cache_sim is not None:
+    if why is None and simulates:
         why = cache_mismatch(cache_sim)
     if why is not None:
         result = TaskResult(task=task, status="failed", error=f"node {node['ip']} ({node['host']}) refused: {why}")
