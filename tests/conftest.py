@@ -190,13 +190,16 @@ def layers_run(tmp_path_factory):
 
 
 # One gather, its indices contiguous or strided (F1_STRIDE): the same instructions, other cache misses.
+# Both strides are two characters, in the environment and in the setup ("01", "*  1"; "64", "* 64"): the
+# length of every string a worker holds moves the heap a count starts from, and so the instructions.
+GATHER_STRIDES = ("01", "64")
 GATHER_SUITE = '''
 import os
 import harness
 suite = harness.Suite(description="one gather, contiguous or strided indices ($F1_STRIDE)")
 suite.timer("gather", "torch.take(src, idx)", setup=(
     "import torch\\nsrc = torch.zeros(1 << 22)\\n"
-    f"idx = torch.arange(1 << 16) * {int(os.environ.get('F1_STRIDE', '1'))}"))
+    f"idx = torch.arange(1 << 16) * {int(os.environ.get('F1_STRIDE', '1')):2d}"))
 '''
 
 
@@ -208,7 +211,7 @@ def cache_runs(tmp_path_factory) -> tuple[Path, Path]:
         pytest.skip("valgrind is not installed: cache figures come from callgrind")
     root = suite_root(tmp_path_factory.mktemp("cache_runs"), "gathers", GATHER_SUITE, folder="")
     records = (root / "contiguous.json", root / "strided.json")
-    for record, stride in zip(records, ("1", "64"), strict=True):
+    for record, stride in zip(records, GATHER_STRIDES, strict=True):
         done = run_cli("bench", "--path", str(root), "gathers", "--mode", "instructions", "--cache-sim", "--layers",
                        "--output", str(record), cwd=root, env={"F1_STRIDE": stride})
         assert done.returncode == 0, done.stdout + done.stderr

@@ -38,6 +38,9 @@ SHARED_GROUPS = {
     "tests/csrc/test_cpp_embed.py": "core_build",
     "tests/cluster/test_ray_executor.py": "ray",
     "tests/cluster/test_ray_cluster.py": "ray",
+    "tests/history/test_cache_figures.py": "cache_runs",
+    "tests/present/test_cache_report.py": "cache_runs",
+    "tests/present/test_markdown.py": "cache_runs",
 }
 
 # Groups longest first, from the files' own measured costs (their docstrings) on the 2-core VM;
@@ -53,6 +56,7 @@ SLOWEST = (
     "core_build",
     "docs",
     "tests/measure/callgrind/test_callgrind_runs.py",
+    "cache_runs",
     "tests/suites/compile_time/test_compile_time_callgrind.py",
     "layers_run",
     "tests/test_environment_settings.py",

@@ -77,8 +77,9 @@ ENVIRONMENT: dict[str, tuple[str, str]] = {
     CACHE_DIR_ENV: ("$XDG_CACHE_HOME/harness",
                     "DIR: the per-user cache root (compiled core, C++ statements, PCH, TorchScript files, "
                     "measured peaks), created with mode 0700 (an instruction-counting worker reaches it through "
-                    "a link in its own directory, a path of one length, so the cache's path does not move counts, "
-                    "and a C++ TorchScript statement reads it to find its model, harness setting it, where unset "
+                    "the cache's link in harness-$UID/caches/, one path for every worker of the cache, so the "
+                    "cache's path does not move counts, and a C++ TorchScript statement reads it to find its "
+                    "model, harness setting it, where unset "
                     "or empty, in the process that runs one); unset or empty: $XDG_CACHE_HOME/harness; "
                     "a DIR that cannot be created: an error"),
     XDG_CACHE_HOME_ENV: ("~/.cache",

@@ -5,7 +5,8 @@ The series is made of two real `bench --mode instructions --cache-sim --layers` 
 misses move), each stored again as a run of its own, 16 contiguous then 8 strided, as the history tests
 synthesise their series (history_runs.py); and a history of schema version 2 holding a real cache-sim
 result, migrated.
-Cost: the two counts of ``cache_runs`` (~1-2 min on 2 cores), shared with tests/present/test_cache_report.py.
+Cost: the two counts of ``cache_runs`` (~1-2 min on 2 cores), shared with tests/present/test_cache_report.py and
+tests/present/test_markdown.py (one xdist group, tests/parallel.py).
 """
 
 from __future__ import annotations

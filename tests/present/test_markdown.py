@@ -5,7 +5,8 @@ contiguous to strided between the runs: the instructions stay, the cache misses 
 the markdown is parsed as GitHub-flavoured markdown (markdown-it's table rule), appended to the file
 `$GITHUB_STEP_SUMMARY` names, and every exit status is the one the command gives without
 `--markdown` (`history changes`: tests/history/test_changes_markdown.py).
-Cost: two `bench --mode instructions --cache-sim` runs of one torch statement (~1-2 min on 2 cores).
+Cost: none of its own: the two `bench --mode instructions --cache-sim` runs are tests/conftest.py's ``cache_runs``,
+shared with tests/history/test_cache_figures.py and tests/present/test_cache_report.py (one xdist group).
 """
 
 from __future__ import annotations
@@ -17,17 +18,8 @@ from pathlib import Path
 import pytest
 from markdown_it import MarkdownIt
 
-from conftest import run_cli, suite_root
+from conftest import run_cli
 from harness.records.store import load_runs
-
-SUITE = '''
-import os
-import harness
-suite = harness.Suite(description="one gather, contiguous or strided indices ($F1_STRIDE)")
-suite.timer("gather", "torch.take(src, idx)", setup=(
-    "import torch\\nsrc = torch.zeros(1 << 22)\\n"
-    f"idx = torch.arange(1 << 16) * {int(os.environ.get('F1_STRIDE', '1'))}"))
-'''
 
 
 def tables(text: str) -> list[list[list[str]]]:
@@ -48,15 +40,12 @@ def tables(text: str) -> list[list[list[str]]]:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory) -> tuple[Path, Path, Path]:
-    """(folder, contiguous run, strided run): the same benchmark counted with --cache-sim --layers."""
-    if shutil.which("valgrind") is None:
-        pytest.skip("valgrind is not installed: cache figures come from callgrind")
-    root = suite_root(tmp_path_factory.mktemp("markdown"), "gathers", SUITE, folder="")
-    for name, stride in (("base.json", "1"), ("new.json", "64")):
-        done = run_cli("bench", "--path", str(root), "gathers", "--mode", "instructions", "--cache-sim", "--layers",
-                       "--output", str(root / name), cwd=root, env={"F1_STRIDE": stride})
-        assert done.returncode == 0, done.stdout + done.stderr
+def runs(cache_runs, tmp_path_factory) -> tuple[Path, Path, Path]:
+    """(folder, contiguous run, strided run): the same benchmark counted with --cache-sim --layers
+    (tests/conftest.py's ``cache_runs``), copied into a folder of this module's."""
+    root = tmp_path_factory.mktemp("markdown")
+    for name, record in zip(("base.json", "new.json"), cache_runs, strict=True):
+        shutil.copyfile(record, root / name)
     return root, root / "base.json", root / "new.json"
 
 

@@ -52,17 +52,19 @@ def cache_root() -> Path:
 
 
 def link_to_root(link: Path) -> bool:
-    """Make ``link`` a symbolic link to the cache root (created first); False where the root cannot be used.
+    """Make ``link`` a symbolic link to the cache root's real path (the root created first); False where
+    the root cannot be used.
 
-    A counting worker reaches the cache through such a link in its own
-    directory, whose path has one length whatever the cache's: the cache's path
-    is in the worker's environment and in every path the worker builds, and
-    their lengths moved counts (``y = x * w`` +0.1% with the cache 24 to 32
-    characters further away, a C++ statement +2.45% in CI). The link is
-    replaced atomically, so a worker starting beside this never sees it missing.
+    A counting worker reaches the cache through such a link
+    (``workers.private_dir.cache_link``), whose path is the same for every
+    worker of one cache: the cache's path is in the worker's environment and in
+    every path the worker builds, and both its length and its content moved
+    counts (``y = x * w`` +0.1% with the cache 24 to 32 characters further
+    away, a C++ statement +2.45% in CI). The link is replaced atomically, so a
+    worker starting beside this never sees it missing.
     """
     try:
-        target = os.path.abspath(cache_root())
+        target = os.path.realpath(cache_root())
     except PathError:
         return False  # the worker reports it, with the real path, if it ever needs the cache
     with contextlib.suppress(OSError):

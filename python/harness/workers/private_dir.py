@@ -22,6 +22,7 @@ statement differently.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import secrets
 import stat
@@ -107,9 +108,34 @@ def worker_dir(name: str) -> Path:
     return base / (name * (1 + room // max(1, len(name))))[:room]
 
 
-# In every worker directory: a symbolic link to the cache root, the worker's HARNESS_CACHE_DIR, so
-# the cache's path reaches the worker with one length (``files.cache.link_to_root``).
-CACHE_LINK = "cache"
+# A counting worker's HARNESS_CACHE_DIR: a symbolic link to the cache root in
+# ``harness-$UID/caches/``, named for the cache's real path (``cache_link``).
+CACHE_LINK = "cache"  # the name such a link had in each worker directory, where older harnesses made it
+_CACHE_LINK_LENGTH = WORKER_DIR_LENGTH + 1 + len(CACHE_LINK)
+
+
+def cache_link(cache: str | os.PathLike[str]) -> Path:
+    """Where counting workers reach cache ``cache`` through a symbolic link (``files.cache.link_to_root``
+    makes it): one link per cache, named for the cache's real path and padded to one length.
+
+    The cache's path is in a worker's environment and in every path it builds
+    there, and both its length and its content move the heap a count starts
+    from: the length through the sizes of the strings, the content through
+    the hashes of them (``y = x * w`` 9,584.56 or 9,593.95 instructions a run
+    as a run's own worker's random directory name changed; a TorchScript
+    statement from Python 34,198.66 or 34,222.02 in CI). So every worker of
+    one cache, a run's own or a kept one, whatever the cache's path is called
+    by, sees the same path.
+    """
+    base = workers_dir().parent / "caches"
+    private_directory(base)
+    for old in base.iterdir():  # links to caches since removed (a test session's)
+        if old.is_symlink() and not old.exists():
+            old.unlink(missing_ok=True)
+    name = hashlib.sha256(os.path.realpath(cache).encode()).hexdigest()
+    room = _CACHE_LINK_LENGTH - len(str(base)) - 1
+    return base / (name * (1 + room // len(name)))[:room]
+
 
 FRESH_PREFIX = "f"  # a run's own worker's directory; a kept worker's name is its key, "k..."
 

@@ -111,13 +111,10 @@ class CallgrindCounter(InstructionCounter):
                 # here, a counting worker does not load it (nor fcntl) before
                 # its zygote forks, which would move its start-up heap and so
                 # its counts.
-                from harness.files.cache import link_to_root
                 from harness.measure.callgrind.dump_dir import DumpDir
-                from harness.workers.private_dir import CACHE_LINK
 
                 self._owned = DumpDir()
                 self._dir = self._owned.path
-                link_to_root(self._dir / CACHE_LINK)
                 atexit.register(self.close)
             return self._dir
 
@@ -142,16 +139,15 @@ class CallgrindCounter(InstructionCounter):
         ]
 
     def worker_env(self) -> dict[str, str]:
-        """The counter's variables; where the directory holds a link to the cache (``files.cache.link_to_root``),
-        ``HARNESS_CACHE_DIR`` is that link, a path of one length whatever the cache's."""
-        from harness.workers.private_dir import CACHE_LINK  # parent side only, as in out_dir()
-
+        """The counter's variables; ``HARNESS_CACHE_DIR`` is the cache's link (``workers.private_dir.cache_link``),
+        one path for every worker of that cache, whatever the cache's own path."""
         d = self.out_dir()
         env = {**super().worker_env(), CALLGRIND_DIR_ENV: str(d)}
         if self.cache_sim:
             env[CACHE_SIM_ENV] = "1"
-        if (d / CACHE_LINK).is_symlink():
-            env[CACHE_DIR_ENV] = str(d / CACHE_LINK)
+        link = _cache_link()
+        if link is not None:
+            env[CACHE_DIR_ENV] = str(link)
         return env
 
     def diagnostics(self, pid: int) -> str:
@@ -164,10 +160,9 @@ class CallgrindCounter(InstructionCounter):
         comes from the key, so the key's stand-in points at a placeholder."""
         if directory is None:
             return CallgrindCounter(out_dir="/kept", cache_sim=self.cache_sim)
-        from harness.files.cache import link_to_root  # parent side only, as in out_dir()
-        from harness.workers.private_dir import CACHE_LINK, private_directory
+        from harness.workers.private_dir import private_directory  # parent side only, as in out_dir()
 
-        link_to_root(private_directory(directory) / CACHE_LINK)
+        private_directory(directory)
         return CallgrindCounter(out_dir=str(directory), cache_sim=self.cache_sim)
 
     def close(self) -> None:
@@ -432,6 +427,18 @@ class CallgrindCounter(InstructionCounter):
 
 # The prefix of a count's dump left for the result's receiver (``measure_dumps``).
 PENDING_DUMP = "pending."
+
+
+def _cache_link() -> Path | None:
+    """The link to the cache a counting worker gets as its cache (made or mended here); None where the
+    cache cannot be used (the worker then reports it, with the real path, if it ever needs the cache)."""
+    # Parent side only, as in out_dir().
+    from harness.files.cache import configured_root, link_to_root
+    from harness.workers.private_dir import cache_link
+
+    root, _ = configured_root()
+    link = cache_link(root)
+    return link if link_to_root(link) else None
 
 
 def _stderr_name(pid: int) -> str:

@@ -9,7 +9,10 @@ fast, approximate); ``measure.counter_choice`` picks one.
 
 Determinism (the point of counting instructions), for every counter:
 - workers run with ``PYTHONHASHSEED=0`` (dict and set layouts, hence lookup
-  costs, are the same in every run);
+  costs, are the same in every run) and ``OPENBLAS_NUM_THREADS=1`` (numpy's
+  OpenBLAS, which torch imports, otherwise starts a thread of its own whose
+  start-up interleaves with the worker's, moving where the worker's heap
+  lands from one start to the next);
 - the garbage collector is collected before and disabled during a region
   (``CollectorOff``);
 - a warm-up run precedes counting (CPython's specialising interpreter and
@@ -44,7 +47,7 @@ class InstructionCounter:
 
     def worker_env(self) -> dict[str, str]:
         """Environment of such a worker: what removes run-to-run jitter, and which counter it uses."""
-        return {"PYTHONHASHSEED": "0", COUNTER_ENV: self.name}
+        return {"PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1", COUNTER_ENV: self.name}
 
     def count(self, fn: Callable[[], object]) -> int:
         """Instructions executed by ``fn()`` in this process."""

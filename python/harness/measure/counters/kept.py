@@ -24,8 +24,8 @@ def open_counter_worker(
     environment = own_environment()
     keyed = counter.kept_in(None)
     parts = fingerprint_parts(keyed.worker_prefix(), {**environment, **keyed.worker_env()}, slot)
-    # The worker reaches the cache through a link (``files.cache.link_to_root``): its environment
-    # no longer names the cache, its key must.
+    # The worker reaches the cache through the cache's link (``workers.private_dir.cache_link``), named
+    # for the cache's real path: the key names the cache as this environment calls it.
     parts["cache"] = str(configured_root()[0])
     directory = worker_dir(key_of(parts))
     kept = counter.kept_in(directory)
