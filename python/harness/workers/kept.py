@@ -395,8 +395,8 @@ def _wait_for_server(path: Path, pid: int, start_timeout: float) -> tuple[socket
 def _remove_stale_files(directory: Path) -> None:
     """What earlier workers of this directory left (their final callgrind dump, logs, the socket).
 
-    Called under the lock with no server answering, so none of it is in use. The lock and the
-    link to the cache (made by the client for the worker it starts) stay.
+    Called under the lock with no server answering, so none of it is in use. The lock stays, and so
+    does the link to the cache that older harnesses made here (now ``private_dir.cache_link``).
     """
     for p in directory.iterdir():
         if p.name not in ("lock", CACHE_LINK):
