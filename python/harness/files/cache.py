@@ -75,6 +75,11 @@ def link_to_root(link: Path) -> bool:
         pending.unlink()
     os.symlink(target, pending)
     os.replace(pending, link)
+    # Only as a link is made (once per cache, not at every worker start): links beside it to caches
+    # since removed (a test session's) go.
+    for other in link.parent.iterdir():
+        if other.is_symlink() and not other.exists():
+            other.unlink(missing_ok=True)
     return True
 
 

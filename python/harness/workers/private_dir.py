@@ -103,8 +103,12 @@ def _refused(path: Path, why: str, fix: str) -> UsageError:
 
 def worker_dir(name: str) -> Path:
     """The path of worker directory ``name`` (a hex key or ``fresh_name()``), padded to one length."""
-    base = workers_dir()
-    room = WORKER_DIR_LENGTH - len(str(base)) - 1
+    return _padded(workers_dir(), name, WORKER_DIR_LENGTH)
+
+
+def _padded(base: Path, name: str, length: int) -> Path:
+    """``base / name``, ``name`` repeated or cut so that the whole path is ``length`` characters."""
+    room = length - len(str(base)) - 1
     return base / (name * (1 + room // max(1, len(name))))[:room]
 
 
@@ -127,14 +131,8 @@ def cache_link(cache: str | os.PathLike[str]) -> Path:
     one cache, a run's own or a kept one, whatever the cache's path is called
     by, sees the same path.
     """
-    base = workers_dir().parent / "caches"
-    private_directory(base)
-    for old in base.iterdir():  # links to caches since removed (a test session's)
-        if old.is_symlink() and not old.exists():
-            old.unlink(missing_ok=True)
-    name = hashlib.sha256(os.path.realpath(cache).encode()).hexdigest()
-    room = _CACHE_LINK_LENGTH - len(str(base)) - 1
-    return base / (name * (1 + room // len(name)))[:room]
+    base = private_directory(workers_dir().parent / "caches")
+    return _padded(base, hashlib.sha256(os.path.realpath(cache).encode()).hexdigest(), _CACHE_LINK_LENGTH)
 
 
 FRESH_PREFIX = "f"  # a run's own worker's directory; a kept worker's name is its key, "k..."

@@ -228,7 +228,7 @@ def test_every_worker_of_one_cache_reaches_it_through_one_link(tmp_path, monkeyp
     assert paths[0] == paths[1] == paths[2] == paths[3] != paths[4] == paths[5]
     assert len(paths[0]) == len(paths[4])
     (tmp_path / "another-cache").rmdir()  # a link left to a cache removed goes with the next one made
-    monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "c"))
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "a-third-cache"))  # its link is made now
     CallgrindCounter().kept_in(None).worker_env()
     assert not Path(paths[4]).is_symlink()
 
