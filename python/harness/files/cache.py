@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from harness.files.oserrors import PathError, owned, refuse_foreign
+from harness.files.temporary import temporary_name
 from harness.options import CACHE_DIR_ENV, XDG_CACHE_HOME_ENV, env
 
 
@@ -70,11 +71,15 @@ def link_to_root(link: Path) -> bool:
     with contextlib.suppress(OSError):
         if os.readlink(link) == target:
             return True
-    pending = link.with_name(f".{link.name}.{os.getpid()}.tmp")
-    with contextlib.suppress(FileNotFoundError):
-        pending.unlink()
+    # A random name, not one per process: workers started side by side make the same link from threads
+    # of one process (``workers start --jobs 2``), and one thread moved the other's pending link away.
+    pending = link.with_name(temporary_name(link))
     os.symlink(target, pending)
-    os.replace(pending, link)
+    try:
+        os.replace(pending, link)
+    except BaseException:
+        pending.unlink(missing_ok=True)
+        raise
     # Only as a link is made (once per cache, not at every worker start): links beside it to caches
     # since removed (a test session's) go.
     for other in link.parent.iterdir():

@@ -233,6 +233,41 @@ def test_every_worker_of_one_cache_reaches_it_through_one_link(tmp_path, monkeyp
     assert not Path(paths[4]).is_symlink()
 
 
+def test_workers_started_side_by_side_make_one_cache_link(tmp_path, monkeypatch):
+    """``workers start --jobs 2`` makes the cache's link from two threads of one process at once: each
+    gets the link and none fails (CI: "caches/.<link>.<pid>.tmp: cannot use it: No such file or
+    directory", one thread's pending link moved away by the other's), and no pending link is left."""
+    import threading
+
+    from harness.files.cache import link_to_root
+
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))
+    link = tmp_path / "links" / "cache-link"
+    link.parent.mkdir()
+    failures: list[BaseException] = []
+    made: list[bool] = []
+
+    def make(start: threading.Barrier) -> None:
+        try:
+            start.wait()
+            made.append(link_to_root(link))
+        except BaseException as exc:  # noqa: BLE001 - every failure is the finding
+            failures.append(exc)
+
+    for _ in range(100):  # before the mend, about 1 round in 2 of 8 threads failed
+        link.unlink(missing_ok=True)
+        start = threading.Barrier(8)
+        threads = [threading.Thread(target=make, args=(start,)) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert not failures, failures[:3]
+        assert link.resolve() == (tmp_path / "cache").resolve()
+    assert made == [True] * 800
+    assert [p.name for p in link.parent.iterdir()] == ["cache-link"]
+
+
 def test_the_docs_say_so():
     """The instruction-count page says so, and the README links it."""
     root = Path(__file__).resolve().parents[3]
