@@ -41,7 +41,7 @@ from harness._version import __version__
 from harness.model.result import TaskResult
 from harness.model.task import Task
 from harness.options import KEPT_ANSWER_TIMEOUT
-from harness.workers.private_dir import CACHE_LINK, private_directory, workers_dir
+from harness.workers.private_dir import private_directory, workers_dir
 from harness.workers.process import VOLATILE_ENV, serve_args, worker_env
 from harness.workers.protocol import (
     STDERR_TAIL_BYTES,
@@ -395,11 +395,12 @@ def _wait_for_server(path: Path, pid: int, start_timeout: float) -> tuple[socket
 def _remove_stale_files(directory: Path) -> None:
     """What earlier workers of this directory left (their final callgrind dump, logs, the socket).
 
-    Called under the lock with no server answering, so none of it is in use. The lock stays, and so
-    does the link to the cache that older harnesses made here (now ``private_dir.cache_link``).
+    Called under the lock with no server answering, so none of it is in use. The lock stays. (A
+    ``cache`` link an older harness made here goes too: workers now reach the cache through
+    ``private_dir.cache_link``; unlinking a link leaves its target alone.)
     """
     for p in directory.iterdir():
-        if p.name not in ("lock", CACHE_LINK):
+        if p.name != "lock":
             with contextlib.suppress(OSError):
                 p.unlink()
 

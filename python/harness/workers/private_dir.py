@@ -113,9 +113,9 @@ def _padded(base: Path, name: str, length: int) -> Path:
 
 
 # A counting worker's HARNESS_CACHE_DIR: a symbolic link to the cache root in
-# ``harness-$UID/caches/``, named for the cache's real path (``cache_link``).
-CACHE_LINK = "cache"  # the name such a link had in each worker directory, where older harnesses made it
-_CACHE_LINK_LENGTH = WORKER_DIR_LENGTH + 1 + len(CACHE_LINK)
+# ``harness-$UID/caches/``, named for the cache's real path (``cache_link``). Its path is as long as
+# the ``<worker dir>/cache`` link it replaced: the length moves counts, and this keeps them as they were.
+_CACHE_LINK_LENGTH = WORKER_DIR_LENGTH + len("/cache")
 
 
 def cache_link(cache: str | os.PathLike[str]) -> Path:
